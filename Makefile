@@ -1,0 +1,33 @@
+# Everything runs inside .venv, created on first use from the machine's python3.11.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: test test-fast bench bench-core run clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
+
+$(STAMP): $(BIN)/python setup.py
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+## test: install into .venv if needed, then run the whole test suite
+test: $(STAMP)
+	$(BIN)/python -m pytest -q tests
+
+## bench-core: encode throughput of the pure core (64 MiB) against zfec and AES alone
+bench-core: $(STAMP)
+	$(BIN)/python misc/bench/bench_core.py --json bench-core.json
+
+## bench: every benchmark (for now the core benchmark)
+bench: bench-core
+
+## run: encode a sample file into shares and read it back through the verifying decoder
+run: $(STAMP)
+	$(BIN)/python misc/demo_core.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis bench-core.json

@@ -1,0 +1,30 @@
+"""Packaging for the ``tahoe`` distribution (import package ``tahoe``)."""
+from setuptools import find_packages, setup
+
+version: dict = {}
+with open("src/tahoe/_version.py") as f:
+    exec(f.read(), version)
+
+setup(
+    name="tahoe-lafs-py",
+    version=version["__version__"],
+    description="An erasure-coded, least-authority file store compatible with Tahoe-LAFS 1.20",
+    package_dir={"": "src"},
+    packages=find_packages("src"),
+    python_requires=">=3.11",
+    install_requires=[
+        "twisted",
+        "foolscap",
+        "zfec",
+        "pycryptodome",
+        "attrs",
+    ],
+    extras_require={
+        "test": [
+            "pytest",
+            "pytest-twisted",
+            "hypothesis",
+        ],
+    },
+    entry_points={"console_scripts": ["tahoe = tahoe.cli.main:main"]},
+)

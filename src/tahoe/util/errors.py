@@ -1,0 +1,13 @@
+"""Errors raised by the encoding helpers."""
+
+
+class EncodingError(ValueError):
+    """Root of the errors raised when decoding malformed text or bytes."""
+
+
+class BadBase32(EncodingError):
+    """The text is not canonical Tahoe base32 (wrong alphabet, length or trailing bits)."""
+
+
+class BadNetstring(EncodingError):
+    """The bytes are not a well-formed netstring."""
