@@ -18,6 +18,7 @@ setup(
         "zfec",
         "pycryptodome",
         "attrs",
+        "pyyaml",
     ],
     extras_require={
         "test": [
