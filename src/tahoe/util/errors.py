@@ -11,3 +11,7 @@ class BadBase32(EncodingError):
 
 class BadNetstring(EncodingError):
     """The bytes are not a well-formed netstring."""
+
+
+class BadFURL(EncodingError):
+    """The text is not a well-formed Foolscap FURL (or its tub id or hints are malformed)."""

@@ -1,0 +1,2 @@
+"""The storage client: choosing servers for a file (permuted ring, happiness, share placement)."""
+__all__ = ["placement"]
