@@ -1,0 +1,213 @@
+"""Bucket writers and readers: one immutable share being uploaded, or one being read.
+
+Follows ``storage-protocol.md`` §3 and §4.3. A writer's file lives under
+``shares/incoming/`` with its final size and first lease from the start,
+and is renamed into ``shares/`` by :meth:`BucketWriter.close`; until then no
+reader can see it, and a crash leaves it where the next server start
+deletes it.
+"""
+from __future__ import annotations
+
+import enum
+import os
+from typing import Callable
+
+from twisted.internet.interfaces import IDelayedCall, IReactorTime
+from twisted.logger import Logger
+
+from . import disk
+from .arguments import check_offset
+from .errors import BadRequest, BucketWriterClosed, ConflictingWriteError, DataTooLargeError
+from .immutable_container import CURRENT_VERSION, ImmutableContainer
+from .leases import Lease
+from .ranges import RangeSet
+
+#: A writer that sees no call for this long aborts itself (seconds).
+INACTIVITY_TIMEOUT = 30 * 60
+
+
+class WriterState(enum.Enum):
+    """The life of a bucket writer."""
+
+    OPEN = "open"
+    CLOSED = "closed"
+    ABORTED = "aborted"
+
+
+class BucketWriter:
+    """Accepts the share data of one immutable share (``RIBucketWriter``).
+
+    Made by ``StorageServer.allocate_buckets``; the transport calls
+    :meth:`write`, :meth:`close` and :meth:`abort`, and calls :meth:`abort`
+    when the uploader's canary disconnects.
+    """
+
+    _log = Logger()
+
+    def __init__(self, storage_index: bytes, shnum: int, allocated_size: int,
+                 incoming_path: str, final_path: str, clock: IReactorTime, discard: bool,
+                 on_finish: Callable[["BucketWriter"], None]) -> None:
+        """Use :meth:`create`, which also makes the incoming file."""
+        self.storage_index = storage_index
+        self.shnum = shnum
+        self.allocated_size = allocated_size
+        self._incoming = incoming_path
+        self._final = final_path
+        self._discard = discard
+        self._on_finish = on_finish
+        self._written = RangeSet()
+        self._state = WriterState.OPEN
+        self._timer: IDelayedCall = clock.callLater(INACTIVITY_TIMEOUT, self._timed_out)
+
+    @classmethod
+    def create(cls, storage_index: bytes, shnum: int, allocated_size: int, first_lease: Lease,
+               incoming_path: str, final_path: str, clock: IReactorTime, discard: bool,
+               on_finish: Callable[["BucketWriter"], None]) -> "BucketWriter":
+        """Create the incoming container (final size, lease included) and its writer.
+
+        :param first_lease: in stored (hashed, version 2) form.
+        :param on_finish: called once, with the writer, when it closes or aborts.
+        :raises FileExistsError: if the incoming file exists already.
+        """
+        try:
+            with disk.create_file(incoming_path) as file:
+                ImmutableContainer.create(file, allocated_size, first_lease)
+        except FileExistsError:
+            raise
+        except BaseException:
+            disk.remove_quietly(incoming_path)
+            raise
+        return cls(storage_index, shnum, allocated_size, incoming_path, final_path, clock,
+                   discard, on_finish)
+
+    @property
+    def state(self) -> WriterState:
+        """Open, closed or aborted."""
+        return self._state
+
+    @property
+    def closed(self) -> bool:
+        """True once the writer has closed or aborted."""
+        return self._state is not WriterState.OPEN
+
+    def write(self, offset: int, data: bytes) -> None:
+        """Store ``data`` at share-data ``offset`` (file offset ``12 + offset``).
+
+        Writes may come in any order and may overlap earlier ones if the
+        overlapping bytes are equal; only overlapping bytes are read back.
+
+        :raises BucketWriterClosed: after close, abort or timeout.
+        :raises BadOffset: for an offset that is not an int in 0..2**64-1.
+        :raises BadRequest: if ``data`` is not bytes.
+        :raises DataTooLargeError: ``(allocated_size, offset, len(data))`` if
+            the write ends past the allocated size.
+        :raises ConflictingWriteError: if it overlaps different bytes already written.
+        """
+        self._require(WriterState.OPEN, "write")
+        check_offset(offset)
+        if not isinstance(data, bytes):
+            raise BadRequest("share data must be bytes")
+        end = offset + len(data)
+        if end > self.allocated_size:
+            raise DataTooLargeError(self.allocated_size, offset, len(data))
+        self._timer.reset(INACTIVITY_TIMEOUT)
+        if self._discard or not data:
+            return
+        overlaps = self._written.overlaps(offset, end)
+        with disk.open_file(self._incoming, writable=True) as file:
+            container = ImmutableContainer(file, CURRENT_VERSION, 1, self.allocated_size)
+            if overlaps:
+                view = memoryview(data)
+                for start, stop in overlaps:
+                    if container.read_share_data(start, stop - start) != view[start - offset:stop - offset]:
+                        raise ConflictingWriteError(start, stop)
+            container.write_share_data(offset, data)
+        self._written.add(offset, end)
+
+    def close(self) -> None:
+        """Move the share to ``shares/<prefix>/<SI>/<shnum>``, making it visible.
+
+        Bytes never written read as zeros; nothing checks that all were written.
+
+        :raises BucketWriterClosed: if already closed, aborted or timed out.
+        """
+        self._require(WriterState.OPEN, "close")
+        os.makedirs(os.path.dirname(self._final), exist_ok=True)
+        os.rename(self._incoming, self._final)
+        self._finish(WriterState.CLOSED)
+        incoming_dir = os.path.dirname(self._incoming)
+        disk.remove_empty_dirs(incoming_dir, os.path.dirname(incoming_dir))
+
+    def abort(self) -> None:
+        """Delete the incoming file and give back its space; a no-op once finished."""
+        if self._state is not WriterState.OPEN:
+            return
+        disk.remove_quietly(self._incoming)
+        self._finish(WriterState.ABORTED)
+        incoming_dir = os.path.dirname(self._incoming)
+        disk.remove_empty_dirs(incoming_dir, os.path.dirname(incoming_dir))
+        # Left empty by allocate_buckets if no other share of this SI arrived.
+        disk.remove_empty_dirs(os.path.dirname(self._final))
+
+    def _timed_out(self) -> None:
+        self._log.info("bucket writer {si}/{shnum} timed out; aborting",
+                       si=self.storage_index.hex(), shnum=self.shnum)
+        self.abort()
+
+    def _require(self, state: WriterState, action: str) -> None:
+        if self._state is not state:
+            raise BucketWriterClosed(f"cannot {action}: bucket writer is {self._state.value}")
+
+    def _finish(self, state: WriterState) -> None:
+        self._state = state
+        if self._timer.active():
+            self._timer.cancel()
+        self._on_finish(self)
+
+    #: The transitions, (state, event) -> next state; events missing here raise
+    #: ``BucketWriterClosed``.
+    TRANSITIONS = {
+        (WriterState.OPEN, "write"): WriterState.OPEN,
+        (WriterState.OPEN, "close"): WriterState.CLOSED,
+        (WriterState.OPEN, "abort"): WriterState.ABORTED,
+        (WriterState.OPEN, "timeout"): WriterState.ABORTED,
+        (WriterState.CLOSED, "abort"): WriterState.CLOSED,
+        (WriterState.ABORTED, "abort"): WriterState.ABORTED,
+    }
+
+
+class BucketReader:
+    """Reads one final immutable share (``RIBucketReader``)."""
+
+    def __init__(self, path: str, storage_index: bytes, shnum: int, data_length: int,
+                 advise: Callable[[bytes, bytes, int, bytes], None]) -> None:
+        """Made by ``StorageServer.get_buckets``.
+
+        :param data_length: the share's data length, from its container.
+        :param advise: ``StorageServer.advise_corrupt_share``.
+        """
+        self.storage_index = storage_index
+        self.shnum = shnum
+        self.data_length = data_length
+        self._path = path
+        self._advise = advise
+
+    def read(self, offset: int, length: int) -> bytes:
+        """Share-data bytes ``[offset, offset+length)``, cut short at the end of the data.
+
+        Never raises for a read past the end: it gives fewer bytes, or ``b""``.
+
+        :raises BadOffset: for an offset or length that is not an int in 0..2**64-1.
+        """
+        check_offset(offset)
+        check_offset(length, "length")
+        length = max(0, min(length, self.data_length - offset))
+        if length == 0:
+            return b""
+        with disk.open_file(self._path) as file:
+            return ImmutableContainer(file, CURRENT_VERSION, 0, self.data_length).read_share_data(
+                offset, length)
+
+    def advise_corrupt_share(self, reason: bytes) -> None:
+        """Report this share as corrupt, as ``advise_corrupt_share(b"immutable", ...)`` does."""
+        self._advise(b"immutable", self.storage_index, self.shnum, reason)

@@ -1,0 +1,147 @@
+"""The storage server's file-system operations: share files, directories, free space.
+
+This is the only storage module that opens files. :class:`DiskFile` gives the
+container cores (``immutable_container``, ``mutable_container``) their
+random-access file over a real one, with positioned reads and writes, so a
+write of several megabytes is one ``pwrite`` and never reads the file.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from typing import Iterator
+
+from .paths import share_number_of
+
+_BINARY = getattr(os, "O_BINARY", 0)
+
+
+class DiskFile:
+    """A ``RandomAccessFile`` (see ``randomaccess``) over an open file descriptor."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def read_at(self, offset: int, length: int) -> bytes:
+        """Up to ``length`` bytes from ``offset``; fewer at the end of the file."""
+        if length <= 0:
+            return b""
+        first = os.pread(self._fd, length, offset)
+        if len(first) == length or not first:
+            return first
+        pieces = [first]
+        got = len(first)
+        while got < length:
+            piece = os.pread(self._fd, length - got, offset + got)
+            if not piece:
+                break
+            pieces.append(piece)
+            got += len(piece)
+        return b"".join(pieces)
+
+    def write_at(self, offset: int, data: bytes | memoryview) -> None:
+        """Write all of ``data`` at ``offset``; a gap after the old end becomes a hole."""
+        view = memoryview(data)
+        while view:
+            written = os.pwrite(self._fd, view, offset)
+            view = view[written:]
+            offset += written
+
+    def size(self) -> int:
+        """The file's current length."""
+        return os.fstat(self._fd).st_size
+
+    def truncate(self, size: int) -> None:
+        """Cut (or zero-extend) the file to ``size`` bytes."""
+        os.ftruncate(self._fd, size)
+
+
+@contextlib.contextmanager
+def open_file(path: str, writable: bool = False) -> Iterator[DiskFile]:
+    """Open an existing file for positioned I/O, closing it afterwards.
+
+    :raises OSError: e.g. ``FileNotFoundError``.
+    """
+    fd = os.open(path, (os.O_RDWR if writable else os.O_RDONLY) | _BINARY)
+    try:
+        yield DiskFile(fd)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def create_file(path: str) -> Iterator[DiskFile]:
+    """Create a new, empty file (and its parent directories) for positioned I/O.
+
+    :raises FileExistsError: if the file exists already.
+    """
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | _BINARY, 0o666)
+    try:
+        yield DiskFile(fd)
+    finally:
+        os.close(fd)
+
+
+def read_head(path: str, length: int) -> bytes:
+    """The first ``length`` bytes of a file (fewer if it is shorter)."""
+    with open_file(path) as file:
+        return file.read_at(0, length)
+
+
+def write_new_file(path: str, data: bytes) -> None:
+    """Write a small file whole (creating its directory), replacing any old one."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def list_shares(directory: str) -> dict[int, str]:
+    """Share number -> path for every all-digit entry of ``directory`` ({} if it is missing)."""
+    try:
+        names = os.listdir(directory)
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+    shares = {}
+    for name in names:
+        shnum = share_number_of(name)
+        if shnum is not None:
+            shares[shnum] = os.path.join(directory, name)
+    return shares
+
+
+def remove_empty_dirs(*directories: str) -> None:
+    """Remove each directory in turn if it is empty; stop quietly at the first that is not."""
+    for directory in directories:
+        try:
+            os.rmdir(directory)
+        except OSError:
+            return
+
+
+def remove_quietly(path: str) -> None:
+    """Delete a file; a file that is already gone is fine."""
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(path)
+
+
+def empty_directory(directory: str) -> None:
+    """Delete everything under ``directory``, keeping (or creating) the directory itself."""
+    shutil.rmtree(directory, ignore_errors=True)
+    os.makedirs(directory, exist_ok=True)
+
+
+def free_space_for_nonroot(path: str) -> int | None:
+    """Bytes an unprivileged user may still write on the file system holding ``path``.
+
+    ``f_bavail * f_frsize`` from ``statvfs``; where there is no ``statvfs``,
+    the free space the platform reports to this user.
+
+    :raises OSError: if the call fails.
+    """
+    statvfs = getattr(os, "statvfs", None)
+    if statvfs is None:
+        return shutil.disk_usage(path).free
+    stats = statvfs(path)
+    return stats.f_bavail * stats.f_frsize

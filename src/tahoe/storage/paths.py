@@ -1,0 +1,86 @@
+"""Where shares live in the storage directory: prefixes, share and incoming paths.
+
+Follows ``storage-protocol.md`` §4.1 and §4.3 (see
+``docs/formats/storage-containers.md``). Paths are relative to the storage
+directory (``NODEDIR/storage``), given both as tuples of parts, for the shell
+to join, and as ``/``-separated text.
+"""
+from __future__ import annotations
+
+import re
+
+from ..util import base32
+
+SHARES_DIR = "shares"
+INCOMING_DIR = "incoming"
+CORRUPTION_DIR = "corruption-advisories"
+STORAGE_INDEX_SIZE = 16
+PREFIX_LENGTH = 2
+
+_SHARE_NAME = re.compile(r"\A[0-9]+\Z")
+
+Parts = tuple[str, ...]
+
+
+def storage_index_to_b32(storage_index: bytes) -> str:
+    """The base32 text of a storage index (26 characters for 16 bytes)."""
+    return base32.b2a(storage_index)
+
+
+def prefix_of(si_b32: str) -> str:
+    """The prefix directory of a storage index: its first two base32 characters."""
+    return si_b32[:PREFIX_LENGTH]
+
+
+def share_dir_parts(storage_index: bytes) -> Parts:
+    """``shares/<prefix>/<SI>``: the directory holding an SI's final shares."""
+    si_b32 = storage_index_to_b32(storage_index)
+    return (SHARES_DIR, prefix_of(si_b32), si_b32)
+
+
+def share_path_parts(storage_index: bytes, shnum: int) -> Parts:
+    """``shares/<prefix>/<SI>/<shnum>``: a final share file."""
+    return share_dir_parts(storage_index) + (str(shnum),)
+
+
+def incoming_dir_parts(storage_index: bytes) -> Parts:
+    """``shares/incoming/<prefix>/<SI>``: the directory of an SI's partial uploads."""
+    si_b32 = storage_index_to_b32(storage_index)
+    return (SHARES_DIR, INCOMING_DIR, prefix_of(si_b32), si_b32)
+
+
+def incoming_path_parts(storage_index: bytes, shnum: int) -> Parts:
+    """``shares/incoming/<prefix>/<SI>/<shnum>``: a share being uploaded."""
+    return incoming_dir_parts(storage_index) + (str(shnum),)
+
+
+def as_text(parts: Parts) -> str:
+    """Join path parts with ``/``."""
+    return "/".join(parts)
+
+
+def share_dir(storage_index: bytes) -> str:
+    """:func:`share_dir_parts` as text."""
+    return as_text(share_dir_parts(storage_index))
+
+
+def share_path(storage_index: bytes, shnum: int) -> str:
+    """:func:`share_path_parts` as text."""
+    return as_text(share_path_parts(storage_index, shnum))
+
+
+def incoming_path(storage_index: bytes, shnum: int) -> str:
+    """:func:`incoming_path_parts` as text."""
+    return as_text(incoming_path_parts(storage_index, shnum))
+
+
+def all_prefixes() -> list[str]:
+    """The 1024 possible prefix directories, in the sorted order crawlers walk them."""
+    return sorted(a + b for a in base32.ALPHABET for b in base32.ALPHABET)
+
+
+def share_number_of(name: str) -> int | None:
+    """The share number a directory entry names, or ``None`` if it is not all digits."""
+    if _SHARE_NAME.match(name):
+        return int(name)
+    return None

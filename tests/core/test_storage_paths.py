@@ -1,0 +1,44 @@
+"""Storage index to on-disk path mapping, and the prefix list crawlers walk."""
+from __future__ import annotations
+
+import pytest
+
+from tahoe.storage import paths
+from tests.vectors import load
+
+PATHS = load("storage-paths.json")
+
+
+@pytest.mark.parametrize("row", PATHS["rows"], ids=lambda r: r["storage_index_base32"])
+def test_paths_match_tahoe(row: dict) -> None:
+    """Base32, prefix, share directory, share path and incoming path equal Tahoe's."""
+    si = bytes.fromhex(row["storage_index_hex"])
+    assert paths.storage_index_to_b32(si) == row["storage_index_base32"]
+    assert paths.prefix_of(row["storage_index_base32"]) == row["prefix"]
+    assert "storage/" + paths.share_dir(si) == row["share_dir"]
+    assert "storage/" + paths.share_path(si, 3) == row["share_path_shnum_3"]
+    assert "storage/" + paths.incoming_path(si, 3) == row["incoming_path_shnum_3"]
+
+
+def test_path_parts_join_to_text() -> None:
+    """The tuple forms join with '/' to the text forms."""
+    si = bytes.fromhex(PATHS["rows"][3]["storage_index_hex"])
+    assert paths.as_text(paths.share_path_parts(si, 7)) == paths.share_path(si, 7)
+    assert paths.incoming_dir_parts(si) + ("7",) == paths.incoming_path_parts(si, 7)
+    assert paths.share_dir_parts(si) == ("shares", "hd", "hdis5iaveku6lnlaiccydyid7q")
+
+
+def test_all_prefixes() -> None:
+    """There are 1024 prefixes in Tahoe's sorted order."""
+    prefixes = paths.all_prefixes()
+    assert len(prefixes) == PATHS["all_prefixes_count"] == len(set(prefixes))
+    assert prefixes[:5] == PATHS["all_prefixes_first_5"]
+    assert prefixes[-5:] == PATHS["all_prefixes_last_5"]
+
+
+@pytest.mark.parametrize("name,expected", [("0", 0), ("7", 7), ("255", 255), ("007", 7),
+                                           ("x", None), ("1a", None), ("", None),
+                                           ("\u00b2", None), ("-1", None), ("1\n", None)])
+def test_share_names(name: str, expected: int | None) -> None:
+    """Only names made entirely of ASCII digits are shares."""
+    assert paths.share_number_of(name) == expected
