@@ -1,29 +1,127 @@
 """Entry point of the ``tahoe`` console script: dispatch to one module per subcommand.
 
-Imports only the standard library, so that the CLI starts fast.
+Imports only the standard library, so that the CLI starts fast; a subcommand's
+module is imported only when that subcommand runs. Each subcommand module has
+``run(argv, stdout, stderr, env) -> int``.
+
+Global options come before the subcommand (``reference/frontends.md`` §1.3):
+``-V/--version``, ``--version-and-path``, ``-q/--quiet``,
+``-d/--node-directory=DIR``, ``--wormhole-server=``, ``--wormhole-invite-appid=``
+and ``--eliot-destination=`` (the last three are accepted and ignored). A given
+``-d DIR`` reaches the subcommand as leading ``--node-directory DIR`` arguments,
+so each subcommand parser accepts ``-d/--node-directory`` (hidden from its help).
 """
 from __future__ import annotations
 
+import importlib
+import os
 import sys
+from collections.abc import Mapping
 from typing import TextIO
 
 from .._version import __version__
 
 VERSION_TEXT = f"tahoe (tahoe-lafs-py) {__version__}, compatible with Tahoe-LAFS 1.20"
 
+#: Subcommand name → module (imported on use) with ``run(argv, stdout, stderr, env)``.
+SUBCOMMANDS: Mapping[str, str] = {
+    "create-node": "tahoe.cli.create_node",
+    "create-client": "tahoe.cli.create_client",
+    "create-introducer": "tahoe.cli.create_introducer",
+    "run": "tahoe.cli.run",
+}
+_SUMMARIES = {
+    "create-node": "Create a node that acts as a client, server or both.",
+    "create-client": "Create a client node (with storage initially disabled).",
+    "create-introducer": "Create an introducer node.",
+    "run": "Run a node in the foreground.",
+}
+_FLAGS = frozenset({"-V", "--version", "--version-and-path", "-h", "--help", "-q", "--quiet"})
+_VALUE_OPTIONS = frozenset({"--node-directory", "--wormhole-server", "--wormhole-invite-appid",
+                            "--eliot-destination"})
+EXIT_USAGE = 1
 
-def run(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
-    """Run the command line ``argv`` (without the program name); return the exit code."""
-    if argv in (["--version"], ["-V"], ["--version-and-path"]):
+
+class _UsageError(Exception):
+    """The global part of the command line is wrong."""
+
+
+def usage_text() -> str:
+    """The top-level help: synopsis, global options and the subcommands."""
+    lines = ["Usage: tahoe [global-options] <command> [command-options]", "",
+             "Global options:",
+             "  -d, --node-directory=DIR  the node directory [default: ~/.tahoe]",
+             "  -q, --quiet               print less",
+             "  -V, --version             print the version and exit",
+             "", "Commands:"]
+    lines += [f"  {name:<20} {_SUMMARIES[name]}" for name in SUBCOMMANDS]
+    return "\n".join(lines) + "\n"
+
+
+def _split_global_options(argv: list[str]) -> tuple[dict[str, str], list[str]]:
+    """Take the global options off the front of ``argv``; return them and the rest.
+
+    Flags map to ``""``; ``-dDIR``, ``-d DIR``, ``--node-directory=DIR`` and
+    ``--node-directory DIR`` all map ``--node-directory`` to ``DIR``.
+    """
+    options: dict[str, str] = {}
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        arg = argv[i]
+        i += 1
+        if arg in _FLAGS:
+            options[arg] = ""
+            continue
+        if arg.startswith("-d") and not arg.startswith("--"):
+            name, value, has_value = "--node-directory", arg[2:], len(arg) > 2
+        else:
+            name, eq, value = arg.partition("=")
+            has_value = bool(eq)
+            if name not in _VALUE_OPTIONS:
+                raise _UsageError(f"unknown global option {arg!r}")
+        if not has_value:
+            if i >= len(argv):
+                raise _UsageError(f"option {name} requires a value")
+            value = argv[i]
+            i += 1
+        options[name] = value
+    return options, argv[i:]
+
+
+def run(argv: list[str], stdout: TextIO, stderr: TextIO,
+        env: Mapping[str, str] | None = None) -> int:
+    """Run the command line ``argv`` (without the program name); return the exit code.
+
+    :param env: the environment (for ``HOME``); defaults to ``os.environ``.
+    """
+    env = os.environ if env is None else env
+    try:
+        options, rest = _split_global_options(argv)
+    except _UsageError as e:
+        stderr.write(usage_text() + f"\ntahoe: {e}\n")
+        return EXIT_USAGE
+    if {"-V", "--version", "--version-and-path"} & options.keys():
         stdout.write(VERSION_TEXT + "\n")
         return 0
-    if not argv or argv[0] in ("-h", "--help"):
-        stdout.write("Usage: tahoe [--version] SUBCOMMAND [options]\n")
-        return 0 if argv else 2
-    stderr.write(f"tahoe: unknown command {argv[0]!r}\n")
-    return 2
+    if not rest or {"-h", "--help"} & options.keys():
+        stdout.write(usage_text())
+        return 0 if {"-h", "--help"} & options.keys() else 2
+    command, sub_argv = rest[0], rest[1:]
+    module_name = SUBCOMMANDS.get(command)
+    if module_name is None:
+        stderr.write(usage_text() + f"\nUnknown command: {command}\n")
+        return EXIT_USAGE
+    if "--node-directory" in options:
+        sub_argv = ["--node-directory", options["--node-directory"], *sub_argv]
+    module = importlib.import_module(module_name)
+    code: int = module.run(sub_argv, stdout, stderr, env)
+    return code
 
 
 def main() -> None:
     """Console-script entry point."""
-    sys.exit(run(sys.argv[1:], sys.stdout, sys.stderr))
+    sys.exit(run(sys.argv[1:], sys.stdout, sys.stderr, os.environ))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+"""``tahoe run [--allow-stdin-close] [NODEDIR]``: run a node in the foreground.
+
+Like Tahoe 1.20 (``reference/frontends.md`` §1.3): prints where it runs,
+refuses a directory already in use (``running.process``), stops cleanly on
+SIGINT or SIGTERM, and exits when its stdin closes unless
+``--allow-stdin-close`` is given. This command (with the local grid) is the
+only one that imports Twisted.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+from .create_node import expand_home
+
+EXIT_ERROR = 1
+
+
+def _process_start_time(pid: int) -> str | None:
+    """The kernel's start time of ``pid`` (Linux), to tell a live node from a reused PID."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def check_not_running(pidfile: Path) -> str | None:
+    """Why the node directory is in use, or None when it is free (stale files are removed)."""
+    try:
+        pid_text, _, started = pidfile.read_text().strip().partition(" ")
+        pid = int(pid_text)
+    except (OSError, ValueError):
+        return None
+    if pid != os.getpid() and _pid_alive(pid) and (
+            not started or _process_start_time(pid) in (None, started)):
+        return f"node already running (pid {pid}, see {pidfile})"
+    pidfile.unlink(missing_ok=True)
+    return None
+
+
+def _parser(stdout: TextIO) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tahoe run", description="Run a node in the foreground.")
+    parser.add_argument("-C", "--basedir", help="the node directory")
+    parser.add_argument("-d", "--node-directory", help=argparse.SUPPRESS)
+    parser.add_argument("--allow-stdin-close", action="store_true",
+                        help="keep running when stdin is closed")
+    parser.add_argument("nodedir", nargs="?", help="the node directory [default: ~/.tahoe]")
+    return parser
+
+
+def run(argv: list[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, str]) -> int:
+    """Run the node until it is stopped; 0 on a clean stop, 1 on an error."""
+    try:
+        args = _parser(stdout).parse_args(argv)
+    except SystemExit as exit_:
+        return EXIT_ERROR if exit_.code else 0
+    chosen = args.node_directory or args.basedir or args.nodedir or "~/.tahoe"
+    basedir = os.path.abspath(expand_home(chosen, env))
+    stdout.write(f"'tahoe run' in {basedir}\n")
+    from ..node.errors import ConfigError, NodeDirectoryError
+    from ..node.nodedir import read_node_directory
+    try:
+        nodedir = read_node_directory(basedir)
+    except NodeDirectoryError as error:
+        stderr.write(f"ERROR: {error}\n")
+        return EXIT_ERROR
+    except ConfigError as error:
+        stderr.write(f"Configuration error:\n{error}\n")
+        return EXIT_ERROR
+    pidfile = Path(basedir) / "running.process"
+    busy = check_not_running(pidfile)
+    if busy:
+        stderr.write(f"ERROR: {busy}\n")
+        return EXIT_ERROR
+    stdout.write(f"running node in {basedir}\n")
+    stdout.flush()
+    return _run_reactor(nodedir, pidfile, args.allow_stdin_close, stderr)
+
+
+def _run_reactor(nodedir: Any, pidfile: Path, allow_stdin_close: bool, stderr: TextIO) -> int:
+    from twisted.internet import reactor, stdio
+    from twisted.internet.defer import Deferred
+    from twisted.internet.protocol import Protocol
+    from twisted.python import log
+
+    from ..node.fileutil import write_atomically
+    from ..node.service import Node
+
+    log.startLogging(sys.stdout, setStdout=False)
+    started = _process_start_time(os.getpid()) or ""
+    write_atomically(pidfile, f"{os.getpid()} {started}\n")
+    node = Node(nodedir, reactor)
+    outcome = {"code": 0}
+
+    def stop(code: int = 0) -> None:
+        outcome["code"] = outcome["code"] or code
+        if reactor.running:  # type: ignore[attr-defined]
+            reactor.stop()  # type: ignore[attr-defined]
+
+    def failed(failure: Any) -> None:
+        stderr.write(f"ERROR: the node could not start: {failure.getErrorMessage()}\n")
+        log.err(failure, "node start-up failed")
+        stop(EXIT_ERROR)
+
+    class StdinWatcher(Protocol):
+        def connectionLost(self, reason: Any = None) -> None:  # noqa: N802 (Twisted)
+            log.msg("stdin closed; stopping the node (use --allow-stdin-close to keep running)")
+            stop()
+
+    def started_ok(_: Any) -> None:
+        log.msg(f"node running in {nodedir.basedir}")
+
+    def begin() -> None:
+        d = Deferred.fromCoroutine(node.start())
+        d.addCallbacks(started_ok, failed)
+        if not allow_stdin_close:
+            stdio.StandardIO(StdinWatcher())
+
+    async def shutdown() -> None:
+        await node.stop()
+
+    reactor.callWhenRunning(begin)  # type: ignore[attr-defined]
+    reactor.addSystemEventTrigger(  # type: ignore[attr-defined]
+        "before", "shutdown", lambda: Deferred.fromCoroutine(shutdown()))
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: reactor.callFromThread(stop))  # type: ignore[attr-defined]
+    try:
+        reactor.run(installSignalHandlers=False)  # type: ignore[attr-defined]
+    finally:
+        pidfile.unlink(missing_ok=True)
+    return outcome["code"]
