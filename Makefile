@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-fast bench bench-core run clean
+.PHONY: test interop-env bench bench-core run clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -14,8 +14,12 @@ $(STAMP): $(BIN)/python setup.py
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-## test: install into .venv if needed, then run the whole test suite
-test: $(STAMP)
+## interop-env: install the real Tahoe-LAFS 1.20 outside the clone (~/.cache), once per machine
+interop-env:
+	sh misc/interop/install-tahoe-1.20.sh >/dev/null
+
+## test: install into .venv if needed, then run the whole test suite (interop included)
+test: $(STAMP) interop-env
 	$(BIN)/python -m pytest -q tests
 
 ## bench-core: encode throughput of the pure core (64 MiB) against zfec and AES alone

@@ -1,0 +1,193 @@
+"""The client's table of storage servers: announced or static, connected or not.
+
+Each server is known by its id (``v0-`` + base32 Ed25519 key); the broker
+keeps a reconnecting Foolscap connection to its ``anonymous-storage-FURL``
+and the ``get_version`` answer fetched once per connection
+(``reference/storage-protocol.md`` §2.2, §7.2, §7.7, §8.1).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from foolscap.api import Tub
+from twisted.internet.defer import Deferred
+from twisted.internet.interfaces import IReactorTime
+from twisted.python import log
+
+from ..util import base32
+from ..web.json_shapes import ServerSummary
+
+STORAGE_V1 = b"http://allmydata.org/tahoe/protocols/storage/v1"
+
+
+class StorageServerHandle:
+    """One storage server as the client sees it.
+
+    :ivar server_id: the announcing key, ``v0-…`` (bytes).
+    :ivar furl: its ``anonymous-storage-FURL``.
+    :ivar lease_seed: the 20-byte binary Tub ID from the FURL.
+    :ivar permutation_seed: the bytes hashed with a storage index to place it on the ring.
+    """
+
+    def __init__(self, server_id: bytes, announcement: Mapping[str, Any], lease_seed: bytes,
+                 permutation_seed: bytes, clock: IReactorTime) -> None:
+        self.server_id = server_id
+        self.announcement = dict(announcement)
+        self.furl: str = announcement["anonymous-storage-FURL"]
+        self.nickname: str = str(announcement.get("nickname", ""))
+        self.lease_seed = lease_seed
+        self.permutation_seed = permutation_seed
+        self.rref: Any = None
+        self.version: dict | None = None
+        self.last_received: float | None = None
+        self.connection_hint: str | None = None
+        self._clock = clock
+        self._reconnector: Any = None
+
+    @property
+    def is_connected(self) -> bool:
+        """Whether a live reference and its version are in hand."""
+        return self.rref is not None and self.version is not None
+
+    @property
+    def available_space(self) -> int | None:
+        """The space the server last reported, if known."""
+        v1 = (self.version or {}).get(STORAGE_V1, {})
+        value = v1.get(b"available-space", v1.get(b"maximum-immutable-share-size"))
+        return value if isinstance(value, int) else None
+
+    @property
+    def maximum_immutable_share_size(self) -> int | None:
+        """The largest immutable share the server says it accepts."""
+        value = (self.version or {}).get(STORAGE_V1, {}).get(b"maximum-immutable-share-size")
+        return value if isinstance(value, int) else None
+
+    @property
+    def application_version(self) -> str | None:
+        """The server software's version string."""
+        value = (self.version or {}).get(b"application-version")
+        return value.decode("utf-8", "replace") if isinstance(value, bytes) else None
+
+    def connection_status(self) -> str:
+        """Tahoe's Foolscap wording: ``Connected to tcp:HOST:PORT via tcp`` or why not."""
+        if self.is_connected and self.connection_hint:
+            return f"Connected to {self.connection_hint} via tcp"
+        if self.rref is not None:
+            return "Connecting (asking for version)"
+        return "Not connected"
+
+    def summary(self) -> ServerSummary:
+        """The welcome page's view of this server."""
+        return ServerSummary(self.server_id.decode("ascii"), self.nickname,
+                             self.connection_status(), self.available_space,
+                             self.application_version, self.last_received)
+
+    def start(self, tub: Tub, on_change: Callable[[], None]) -> None:
+        """Start (re)connecting through ``tub``; ``on_change`` runs on connect and disconnect."""
+        def connected(rref: Any) -> None:
+            self.rref = rref
+            info = rref.getConnectionInfo()
+            self.connection_hint = info.winningHint
+            rref.notifyOnDisconnect(lost)
+            d = rref.callRemote("get_version")
+
+            def got_version(version: dict) -> None:
+                if self.rref is rref:
+                    self.version = version
+                    self.last_received = self._clock.seconds()
+                    on_change()
+
+            def failed(failure: Any) -> None:
+                log.msg(f"get_version from {self.server_id!r} failed: {failure.value!r}")
+            d.addCallbacks(got_version, failed)
+
+        def lost() -> None:
+            self.rref = None
+            self.version = None
+            on_change()
+
+        self._reconnector = tub.connectTo(self.furl, connected)
+
+    def stop(self) -> None:
+        """Stop reconnecting (the connection itself dies with the Tub)."""
+        if self._reconnector is not None:
+            self._reconnector.stopConnecting()
+            self._reconnector = None
+        self.rref = None
+        self.version = None
+
+
+class StorageBroker:
+    """All storage servers this node knows of, keyed by server id.
+
+    :param tub: the Tub outbound connections are made from.
+    :param clock: the reactor's clock.
+    """
+
+    def __init__(self, tub: Tub, clock: IReactorTime) -> None:
+        self._tub = tub
+        self._clock = clock
+        self.servers: dict[bytes, StorageServerHandle] = {}
+        self._static: set[bytes] = set()
+        self._waiters: list[tuple[Callable[[], bool], Deferred]] = []
+
+    def add_server(self, server_id: bytes, announcement: Mapping[str, Any],
+                   lease_seed: bytes, permutation_seed: bytes, static: bool = False) -> None:
+        """Learn of a server or of its new announcement, (re)connecting when it changed.
+
+        An announcement for a static server (from ``servers.yaml``) is ignored.
+        """
+        if server_id in self._static and not static:
+            return
+        old = self.servers.get(server_id)
+        if old is not None:
+            if old.announcement == dict(announcement):
+                return
+            old.stop()
+        handle = StorageServerHandle(server_id, announcement, lease_seed, permutation_seed,
+                                     self._clock)
+        self.servers[server_id] = handle
+        if static:
+            self._static.add(server_id)
+        handle.start(self._tub, self._changed)
+
+    def connected_servers(self) -> list[StorageServerHandle]:
+        """Servers with a live connection and a version answer, in server-id order."""
+        return [s for _, s in sorted(self.servers.items()) if s.is_connected]
+
+    def when(self, predicate: Callable[[], bool]) -> Deferred:
+        """A Deferred that fires once ``predicate()`` holds (checked on every change)."""
+        d: Deferred = Deferred()
+        if predicate():
+            d.callback(None)
+        else:
+            self._waiters.append((predicate, d))
+        return d
+
+    def when_connected(self, count: int) -> Deferred:
+        """A Deferred that fires once at least ``count`` servers are connected."""
+        return self.when(lambda: len(self.connected_servers()) >= count)
+
+    def _changed(self) -> None:
+        waiting, self._waiters = self._waiters, []
+        for predicate, d in waiting:
+            if predicate():
+                d.callback(None)
+            else:
+                self._waiters.append((predicate, d))
+
+    def summaries(self) -> list[ServerSummary]:
+        """Every known server as the welcome page shows it."""
+        return [s.summary() for s in self.servers.values()]
+
+    def stop(self) -> None:
+        """Stop every connection attempt."""
+        for handle in self.servers.values():
+            handle.stop()
+
+
+def short_id(server_id: bytes) -> str:
+    """The first 8 base32 characters of a server id (Tahoe's short form)."""
+    text = server_id.decode("ascii")
+    return text[3:11] if text.startswith("v0-") else base32.b2a(server_id)[:8]

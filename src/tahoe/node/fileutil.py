@@ -1,0 +1,32 @@
+"""Small file helpers for the shells (not a pure core)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def write_atomically(path: str | os.PathLike[str], data: bytes | str, mode: int | None = None) -> None:
+    """Write ``data`` to a temporary file beside ``path`` and rename it into place.
+
+    Readers see either the old content or the whole new content, never a
+    partial file: the way readiness files such as ``node.url`` are published.
+
+    :param mode: permission bits for the new file (default: the umask's).
+    """
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+    fd = os.open(tmp, flags, 0o666 if mode is None else mode)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(payload)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise

@@ -1,0 +1,210 @@
+"""A running node: Tub, introducer or storage server, introducer clients, broker, web.
+
+This is the composition root: it reads the validated node directory and
+starts the services it asks for. Facts: ``reference/frontends.md`` §1 and
+``reference/storage-protocol.md`` §1, §4.2, §7.
+"""
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+from foolscap.api import Tub
+from twisted.internet.interfaces import IReactorTime
+from twisted.python import log
+
+from .._version import APPLICATION_VERSION
+from ..client.broker import StorageBroker
+from ..introducer.announcement import (VerifiedAnnouncement, permutation_seed, sign_announcement,
+                                       storage_announcement)
+from ..introducer.client import IntroducerClient
+from ..introducer.errors import IntroducerError
+from ..introducer.server import IntroducerService
+from ..storage.rpc import StorageServerRPC
+from ..storage.server import StorageServer
+from ..util.errors import EncodingError
+from ..util.furl import parse_furl
+from ..web.root import IntroducerWelcomeResource, WelcomeResource
+from ..web.server import start_web_server
+from .config import INTRODUCER
+from .fileutil import write_atomically
+from .identity import (load_or_create_permutation_seed, load_or_create_signing_key,
+                       next_announcement_seqnum)
+from .nodedir import NodeDirectory
+from .tub import create_tub, listen, register_persistent, tubid_bytes
+
+
+def _local_addresses() -> list[str]:
+    """127.0.0.1 and the host's other IPv4 addresses (what ``AUTO`` expands to)."""
+    addresses = ["127.0.0.1"]
+    try:
+        for address in socket.gethostbyname_ex(socket.gethostname())[2]:
+            if address not in addresses and not address.startswith("127."):
+                addresses.append(address)
+    except OSError:
+        pass
+    return addresses
+
+
+def _listening_config(nodedir: NodeDirectory) -> tuple[list[str], str]:
+    """The Tub's endpoints and location, allocating and remembering a port if none is set."""
+    config = nodedir.config
+    ports = list(config.tub_port) if config.tub_port is not None else None
+    if ports is None:
+        port_file = Path(nodedir.path(f"{nodedir.node_type}.port"))
+        if port_file.exists():
+            ports = [port_file.read_text().strip()]
+        else:
+            with socket.socket() as probe:
+                probe.bind(("", 0))
+                number = probe.getsockname()[1]
+            ports = [f"tcp:{number}"]
+            write_atomically(port_file, ports[0] + "\n")
+    hints: list[str] = []
+    for hint in config.tub_location or ("AUTO",):
+        if hint == "AUTO":
+            for port in ports:
+                number = _port_number(port)
+                if number:
+                    hints += [f"tcp:{address}:{number}" for address in _local_addresses()]
+        else:
+            hints.append(hint)
+    return ports, ",".join(hints)
+
+
+def _port_number(endpoint: str) -> int | None:
+    parts = endpoint.split(":")
+    if parts[0] in ("tcp", "tcp6") and len(parts) > 1 and parts[1].isdigit():
+        return int(parts[1])
+    return int(parts[0]) if parts[0].isdigit() else None
+
+
+class Node:
+    """One node directory brought to life.
+
+    :param nodedir: the validated node directory.
+    :param reactor: the Twisted reactor (clock, listening, connecting).
+    """
+
+    def __init__(self, nodedir: NodeDirectory, reactor: Any) -> None:
+        self.nodedir = nodedir
+        self.reactor = reactor
+        self.basedir = Path(nodedir.basedir)
+        self.config = nodedir.config
+        self.tub: Tub | None = None
+        self.introducer: IntroducerService | None = None
+        self.storage_server: StorageServer | None = None
+        self.broker: StorageBroker | None = None
+        self.introducer_clients: list[IntroducerClient] = []
+        self.web_port: Any = None
+        self.nickname = "" if self.config.nickname == "<unspecified>" else self.config.nickname
+
+    @property
+    def clock(self) -> IReactorTime:
+        """The reactor, as a clock."""
+        return self.reactor  # type: ignore[no-any-return]
+
+    async def start(self) -> None:
+        """Start every service the configuration asks for; ``node.url`` and FURL files last."""
+        config = self.config
+        tub = create_tub(self.basedir, config.timeout_keepalive, config.timeout_disconnect)
+        self.tub = tub
+        tub.startService()
+        if config.tub_listening:
+            ports, location = _listening_config(self.nodedir)
+            listen(tub, ports, location)
+        if self.nodedir.node_type == INTRODUCER:
+            await self._start_introducer()
+        else:
+            await self._start_client()
+
+    async def _start_introducer(self) -> None:
+        assert self.tub is not None
+        self.introducer = IntroducerService()
+        if self.config.web_port:
+            root = IntroducerWelcomeResource(self.introducer.summary)
+            self.web_port = await start_web_server(self.reactor, self.config.web_port, root,
+                                                   self.basedir)
+        register_persistent(self.tub, self.introducer,
+                            self.basedir / "private" / "introducer.furl")
+
+    async def _start_client(self) -> None:
+        assert self.tub is not None
+        tub = self.tub
+        key = load_or_create_signing_key(self.basedir)
+        self.signing_key = key
+        broker = StorageBroker(tub, self.clock)
+        self.broker = broker
+        for server in self.nodedir.static_servers:
+            self._add_server(server.server_id, dict(server.announcement), static=True)
+
+        for petname, furl in self.nodedir.introducers:
+            cache = self.basedir / "private" / f"introducer_{petname}_cache.yaml"
+            client = IntroducerClient(tub, furl, self.nickname, APPLICATION_VERSION,
+                                      self._got_announcement, cache)
+            client.subscribe_to("storage")
+            self.introducer_clients.append(client)
+
+        storage = self.config.storage
+        signed = None
+        if storage.enabled:
+            signed = self._start_storage(key)
+        for client in self.introducer_clients:
+            if signed is not None:
+                client.publish("storage", signed)
+            client.start()
+
+        if self.config.web_port:
+            nodeid = key.public_key.server_id
+            root = WelcomeResource(
+                lambda: [c.status() for c in self.introducer_clients],
+                broker.summaries, (self.nickname, nodeid))
+            self.web_port = await start_web_server(self.reactor, self.config.web_port, root,
+                                                   self.basedir)
+
+    def _start_storage(self, key: Any) -> tuple[bytes, bytes, bytes]:
+        assert self.tub is not None
+        storage = self.config.storage
+        storage_dir = Path(self.nodedir.config_path(storage.storage_dir))
+        storage_dir.mkdir(parents=True, exist_ok=True)
+        seed = load_or_create_permutation_seed(self.basedir, key, self.tub.getTubID(),
+                                               storage_dir / "shares")
+        self.storage_server = StorageServer(
+            storage_dir, tubid_bytes(self.tub), self.clock,
+            application_version=APPLICATION_VERSION.encode("ascii"),
+            reserved_space=storage.reserved_space, readonly=storage.readonly,
+            debug_discard=storage.debug_discard)
+        furl = register_persistent(self.tub, StorageServerRPC(self.storage_server),
+                                   self.basedir / "private" / "storage.furl")
+        ann = storage_announcement(nickname=self.nickname, furl=furl,
+                                   permutation_seed_base32=seed,
+                                   seqnum=next_announcement_seqnum(self.basedir),
+                                   nonce=os.urandom(32), my_version=APPLICATION_VERSION)
+        return sign_announcement(ann, key)
+
+    def _got_announcement(self, ann: VerifiedAnnouncement) -> None:
+        self._add_server(ann.server_id, ann.announcement, static=False)
+
+    def _add_server(self, server_id: str, announcement: dict, static: bool) -> None:
+        assert self.broker is not None
+        try:
+            furl = parse_furl(announcement["anonymous-storage-FURL"])
+            seed = permutation_seed(announcement, server_id)
+        except (KeyError, TypeError, EncodingError, IntroducerError) as error:
+            log.msg(f"ignoring storage server {server_id}: {error!r}")
+            return
+        self.broker.add_server(server_id.encode("ascii"), announcement, furl.tubid_bytes, seed,
+                               static=static)
+
+    async def stop(self) -> None:
+        """Stop listening and connecting."""
+        for client in self.introducer_clients:
+            client.stop()
+        if self.broker is not None:
+            self.broker.stop()
+        if self.web_port is not None:
+            await self.web_port.stopListening()
+        if self.tub is not None:
+            await self.tub.stopService()

@@ -1,0 +1,83 @@
+"""The node's Foolscap Tub: certificate, Tub ID, listening ports and persistent FURLs.
+
+Facts: ``reference/storage-protocol.md`` §1.1-1.3 (``private/node.pem``,
+Tub ID, Tub options) and §7.6 (``tub.port``/``tub.location``).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from foolscap.api import Referenceable, Tub
+from foolscap.furl import decode_furl
+
+from ..util import base32
+from .fileutil import write_atomically
+
+#: Options Tahoe 1.20 sets on every Tub (storage-protocol.md §1.3).
+TUB_OPTIONS = {
+    "logLocalFailures": True,
+    "logRemoteFailures": True,
+    "expose-remote-exception-types": False,
+    "accept-gifts": False,
+}
+
+
+def create_tub(basedir: Path, keepalive: int | None = None, disconnect: int | None = None) -> Tub:
+    """Create the node's main Tub from ``private/node.pem``, generating it on first use.
+
+    Also writes ``my_nodeid`` (the Tub ID) so that operators and scripts can read it.
+    """
+    private = basedir / "private"
+    private.mkdir(mode=0o700, parents=True, exist_ok=True)
+    cert_file = private / "node.pem"
+    if cert_file.exists():
+        tub = Tub(certData=cert_file.read_bytes())
+    else:
+        tub = Tub()
+        write_atomically(cert_file, tub.getCertData(), mode=0o600)
+    for name, value in TUB_OPTIONS.items():
+        tub.setOption(name, value)
+    if keepalive is not None:
+        tub.setOption("keepaliveTimeout", keepalive)
+    if disconnect is not None:
+        tub.setOption("disconnectTimeout", disconnect)
+    nodeid_file = basedir / "my_nodeid"
+    text = tub.getTubID() + "\n"
+    if not nodeid_file.exists() or nodeid_file.read_text() != text:
+        write_atomically(nodeid_file, text)
+    return tub
+
+
+def listen(tub: Tub, ports: list[str], location: str) -> None:
+    """Listen on every endpoint string in ``ports`` and advertise ``location``."""
+    for port in ports:
+        tub.listenOn(port)
+    tub.setLocation(location)
+
+
+def register_persistent(tub: Tub, obj: Referenceable, furl_file: Path) -> str:
+    """Register ``obj`` under the swissnum kept in ``furl_file`` (a new one the first time).
+
+    The FURL file is written atomically, so that a reader polling for it never
+    sees a partial line. Call only once the Tub listens.
+
+    :returns: the FURL.
+    """
+    name = None
+    if furl_file.exists():
+        old = furl_file.read_text().strip()
+        if old:
+            tubid, _hints, name = decode_furl(old)
+            if tubid != tub.getTubID():
+                raise ValueError(f"{furl_file} names Tub {tubid}, but this node is "
+                                 f"{tub.getTubID()}; was private/node.pem replaced?")
+    furl: str = tub.registerReference(obj, name=name)
+    if not furl_file.exists() or furl_file.read_text().strip() != furl:
+        write_atomically(furl_file, furl + "\n", mode=0o600)
+    return furl
+
+
+def tubid_bytes(tub: Tub) -> bytes:
+    """The Tub ID in binary (20 bytes): the lease and write-enabler seed."""
+    return base32.a2b(tub.getTubID())
+

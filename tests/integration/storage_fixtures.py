@@ -1,0 +1,71 @@
+"""A real storage server and a real client Tub, in-process, over Foolscap on 127.0.0.1."""
+from __future__ import annotations
+
+import hashlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import attr
+import pytest_twisted
+from foolscap.api import Tub
+
+from tahoe.node.tub import TUB_OPTIONS, tubid_bytes
+from tahoe.storage.rpc import StorageServerRPC
+from tahoe.storage.server import StorageServer
+from tests.support.ports import free_port
+
+
+def new_tub() -> Tub:
+    """A Tub with the options Tahoe uses, started."""
+    tub = Tub()
+    for name, value in TUB_OPTIONS.items():
+        tub.setOption(name, value)
+    tub.startService()
+    return tub
+
+
+@attr.s(auto_attribs=True)
+class StoragePair:
+    """The server's domain object, the client's remote reference, and the storage directory."""
+
+    server: StorageServer
+    rref: Any
+    storage_dir: Path
+    client_tub: Tub
+    server_tub: Tub
+    furl: str
+
+    def tree(self) -> dict[str, bytes]:
+        """Every file under the storage directory with its SHA-256 (for no-change checks)."""
+        return {str(p.relative_to(self.storage_dir)): hashlib.sha256(p.read_bytes()).digest()
+                for p in sorted(self.storage_dir.rglob("*")) if p.is_file()}
+
+
+async def start_pair(storage_dir: Path, **server_options: Any) -> StoragePair:
+    """Start a storage server Tub listening on a free port and connect a client Tub to it."""
+    from twisted.internet import reactor
+    server_tub = new_tub()
+    port = free_port()
+    server_tub.listenOn(f"tcp:{port}:interface=127.0.0.1")
+    server_tub.setLocation(f"tcp:127.0.0.1:{port}")
+    server = StorageServer(storage_dir, tubid_bytes(server_tub), reactor,
+                           application_version=b"tahoe-lafs-py/test", **server_options)
+    furl = server_tub.registerReference(StorageServerRPC(server))
+    client_tub = new_tub()
+    rref = await client_tub.getReference(furl)
+    return StoragePair(server, rref, storage_dir, client_tub, server_tub, furl)
+
+
+async def stop_pair(pair: StoragePair) -> None:
+    """Stop both Tubs."""
+    await pair.client_tub.stopService()
+    await pair.server_tub.stopService()
+
+
+@pytest_twisted.async_yield_fixture
+async def storage_pair(tmp_path: Path) -> AsyncIterator[StoragePair]:
+    """A fresh storage server (no reserved space) and a connected client."""
+    pair = await start_pair(tmp_path / "storage")
+    yield pair
+    await stop_pair(pair)

@@ -1,0 +1,94 @@
+"""Fixtures for interoperability tests against the real Tahoe-LAFS 1.20.
+
+Tahoe-LAFS 1.20.0 is installed (once per machine) under
+``~/.cache/tahoe-lafs-py/tahoe-1.20.0`` by ``misc/interop/install-tahoe-1.20.sh``
+and is only ever run as a separate program.  Its CLI costs about 1.4 s a call,
+so the Tahoe grid is started once per session and shared.
+
+Fixtures:
+
+* ``tahoe120`` (session): ``Path`` of Tahoe 1.20's ``tahoe`` executable.
+* ``tahoe_grid`` (session): a :class:`~tests.support.grid.Grid` of Tahoe 1.20
+  nodes: an introducer and 3 storage nodes, all on 127.0.0.1, with
+  ``[storage] force_foolscap = true`` (so our Foolscap-only client can use
+  them), ``reserved_space = 1M`` and shares k=2, happy=3, N=3
+  (``SMALL_GRID_SHARES``): every upload puts one share on each server (a
+  server that refuses shares fails the upload) and any two servers can serve
+  a download.
+* ``tahoe_client`` (session): a factory
+  ``tahoe_client(introducer_furl, *, expected_servers=3, shares=SMALL_GRID_SHARES,
+  force_foolscap=True, reuse=True) -> Gateway`` that starts a Tahoe 1.20
+  client node (``create-client``) for any introducer and returns once it sees
+  ``expected_servers`` connected servers.  With ``reuse`` a client already
+  started with the same arguments is returned instead of a new one.  Clients
+  are stopped at the end of the session.
+"""
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.grid import (
+    SMALL_GRID_SHARES,
+    SMALL_GRID_STORAGE_NODES,
+    ClientFactory,
+    Gateway,
+    Grid,
+    start_client,
+    start_grid,
+)
+from tests.support.nodes import Shares, TahoeTool
+from tests.support.processes import ProcessSet
+from tests.support.tahoe120 import ensure_tahoe120
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the ``interop`` marker."""
+    config.addinivalue_line(
+        "markers",
+        "interop: runs real Tahoe-LAFS 1.20 and/or our nodes as separate programs on 127.0.0.1",
+    )
+
+
+@pytest.fixture(scope="session")
+def tahoe120() -> Path:
+    """The Tahoe-LAFS 1.20.0 ``tahoe`` executable, installed under ~/.cache if missing."""
+    return ensure_tahoe120()
+
+
+@pytest.fixture(scope="session")
+def tahoe_grid(tahoe120: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grid]:
+    """A Tahoe 1.20 introducer and 3 Foolscap-only storage nodes, shared by the session."""
+    workdir = tmp_path_factory.mktemp("tahoe120-grid")
+    with ProcessSet() as processes:
+        yield start_grid(TahoeTool(tahoe120, workdir / "logs"), workdir, processes,
+                         storage_nodes=SMALL_GRID_STORAGE_NODES, shares=SMALL_GRID_SHARES)
+
+
+@pytest.fixture(scope="session")
+def tahoe_client(tahoe120: Path,
+                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClientFactory]:
+    """Factory: start a Tahoe 1.20 client node joined to a given introducer."""
+    workdir = tmp_path_factory.mktemp("tahoe120-clients")
+    tool = TahoeTool(tahoe120, workdir / "logs")
+    numbers = itertools.count(1)
+    started: dict[tuple[object, ...], Gateway] = {}
+
+    with ProcessSet() as processes:
+        def start(introducer_furl: str, *, expected_servers: int = SMALL_GRID_STORAGE_NODES,
+                  shares: Shares = SMALL_GRID_SHARES, force_foolscap: bool = True,
+                  reuse: bool = True) -> Gateway:
+            key = (introducer_furl, expected_servers, shares, force_foolscap)
+            if reuse and key in started and started[key].node.process.is_running():
+                return started[key]
+            gateway = start_client(tool, workdir / f"client{next(numbers)}", processes,
+                                   introducer_furl=introducer_furl, shares=shares,
+                                   expected_servers=expected_servers,
+                                   force_foolscap=force_foolscap)
+            started[key] = gateway
+            return gateway
+
+        yield start
