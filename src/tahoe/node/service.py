@@ -17,6 +17,7 @@ from twisted.python import log
 
 from .._version import APPLICATION_VERSION
 from ..client.broker import StorageBroker
+from ..client.services import ClientServices
 from ..introducer.announcement import (VerifiedAnnouncement, permutation_seed, sign_announcement,
                                        storage_announcement)
 from ..introducer.client import IntroducerClient
@@ -27,6 +28,7 @@ from ..storage.server import StorageServer
 from ..util.errors import EncodingError
 from ..util.furl import parse_furl
 from ..web.root import IntroducerWelcomeResource, WelcomeResource
+from ..web.unlinked import URIResource
 from ..web.server import start_web_server
 from .config import INTRODUCER
 from .fileutil import write_atomically
@@ -98,6 +100,7 @@ class Node:
         self.storage_server: StorageServer | None = None
         self.broker: StorageBroker | None = None
         self.introducer_clients: list[IntroducerClient] = []
+        self.client: ClientServices | None = None
         self.web_port: Any = None
         self.nickname = "" if self.config.nickname == "<unspecified>" else self.config.nickname
 
@@ -137,6 +140,10 @@ class Node:
         self.signing_key = key
         broker = StorageBroker(tub, self.clock)
         self.broker = broker
+        assert self.nodedir.lease_secret is not None
+        self.client = ClientServices(broker, self.nodedir.lease_secret,
+                                     self.nodedir.convergence_secret or b"",
+                                     self.config.client.encoding_parameters(), self.reactor)
         for server in self.nodedir.static_servers:
             self._add_server(server.server_id, dict(server.announcement), static=True)
 
@@ -161,6 +168,9 @@ class Node:
             root = WelcomeResource(
                 lambda: [c.status() for c in self.introducer_clients],
                 broker.summaries, (self.nickname, nodeid))
+            uri = URIResource(self.client)
+            root.putChild(b"uri", uri)
+            root.putChild(b"cap", uri)
             self.web_port = await start_web_server(self.reactor, self.config.web_port, root,
                                                    self.basedir)
 

@@ -8,6 +8,7 @@ from twisted.internet import endpoints
 from twisted.web import resource, server
 
 from ..node.fileutil import write_atomically
+from .logformat import censored_log_line
 
 
 def url_for_port(listening_port: Any, tls: bool = False) -> str:
@@ -22,7 +23,7 @@ async def start_web_server(reactor: Any, strport: str, root: resource.Resource,
 
     :returns: the listening port (stop it with ``stopListening``).
     """
-    site = server.Site(root)
+    site = server.Site(root, logFormatter=censored_log_line)
     site.displayTracebacks = False
     endpoint = endpoints.serverFromString(reactor, strport)
     port = await endpoint.listen(site)

@@ -1,0 +1,426 @@
+"""The pipelined immutable upload: two round trips plus transfer time.
+
+1. The convergent key needs a pass over the plaintext; encoding is a second
+   pass. For sources above :data:`INLINE_LIMIT` both run in a worker thread
+   (zfec, AES and SHA-256 release the GIL), overlapping with sending.
+2. ``allocate_buckets`` goes to every chosen server at once (round trip 1).
+   Servers are taken in permuted-ring order, deterministically
+   (:func:`~tahoe.client.placement.place_shares`); existing shares are
+   learnt from the ``alreadygot`` answers, not from a separate round.
+3. Blocks are encoded while the allocations are in flight. Each share's bytes
+   wait in a buffer until its bucket writer arrives, then flow as ``write``
+   calls, and ``close`` follows the last write at once, without waiting for
+   any answer (round trip 2). A window of unacknowledged bytes per server
+   bounds memory whatever the file size.
+4. A server that refuses or fails before any of its data has been sent is
+   replaced by the next unused server in ring order; one that fails later is
+   dropped. The upload succeeds if the shares that were placed still reach
+   the happiness target; otherwise every open writer is aborted.
+
+Facts: ``reference/storage-protocol.md`` §8, ``reference/immutable.md`` §7.5, §11.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from attrs import define, field, frozen
+from foolscap.api import Referenceable
+from twisted.internet.defer import Deferred, DeferredList
+from twisted.internet.threads import deferToThread
+from twisted.python import log
+from twisted.python.failure import Failure
+
+from ..caps.immutable import CHKReadCap, LiteralCap
+from ..crypto.lease_secrets import ClientLeaseSecrets
+from ..immutable.encoder import EncodedSegment, ImmutableEncoder
+from ..immutable.keys import ConvergentKeyHasher
+from ..immutable.params import LIT_SIZE_THRESHOLD, EncodingParameters, SegmentGeometry
+from .broker import StorageBroker, StorageServerHandle
+from .errors import UploadUnhappinessError
+from .placement import permuted_ring, place_shares, servers_of_happiness
+from .uploadable import Uploadable
+
+#: Sources up to this size are hashed and encoded on the reactor thread.
+INLINE_LIMIT = 256 * 1024
+#: Unacknowledged (or not yet sendable) bytes allowed per server.
+WINDOW_BYTES = 4 * 1024 * 1024
+#: Largest single ``write`` call made from buffered data.
+MAX_WRITE = 4 * 1024 * 1024
+#: How long to wait for an ``allocate_buckets`` answer before replacing the server.
+ALLOCATE_TIMEOUT = 30.0
+#: Chunk size of the convergent-key pass.
+HASH_CHUNK = 4 * 1024 * 1024
+
+
+@frozen
+class UploadResult:
+    """What an upload did: the cap, where the shares are, and how long it took."""
+
+    cap: CHKReadCap | LiteralCap
+    storage_index: bytes | None
+    sharemap: dict[int, frozenset[str]]
+    happiness: int
+    timings: dict[str, float]
+
+
+@define
+class _Push:
+    """The shares one server is to hold, and the bytes on their way to it."""
+
+    server: StorageServerHandle
+    shares: set[int]
+    writers: dict[int, Any] = field(factory=dict)
+    already: set[int] = field(factory=set)
+    pending: dict[int, list[tuple[int, bytes]]] = field(factory=dict)
+    allocated: bool = False
+    failed: str | None = None
+    sent_any: bool = False
+    outstanding: int = 0
+    closed: set[int] = field(factory=set)
+    waiters: list[Deferred] = field(factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.server.server_id.decode("ascii")
+
+    def backlog(self) -> int:
+        buffered = sum(len(data) for chunks in self.pending.values() for _, data in chunks)
+        return self.outstanding + buffered
+
+    def wake(self) -> None:
+        waiting, self.waiters = self.waiters, []
+        for d in waiting:
+            d.callback(None)
+
+
+class Uploader:
+    """Uploads immutable files to the servers the broker knows.
+
+    :param broker: the connected storage servers.
+    :param lease_secrets: the client's lease secrets (``private/secret``).
+    :param convergence: the convergence secret (``private/convergence``).
+    :param params: k, happy, N and the maximum segment size.
+    :param clock: the reactor (for the allocation timeout).
+    """
+
+    def __init__(self, broker: StorageBroker, lease_secrets: ClientLeaseSecrets,
+                 convergence: bytes, params: EncodingParameters, clock: Any) -> None:
+        self._broker = broker
+        self._secrets = lease_secrets
+        self._convergence = convergence
+        self._params = params
+        self._clock = clock
+
+    async def upload(self, source: Uploadable,
+                     params: EncodingParameters | None = None) -> UploadResult:
+        """Upload ``source`` and return its cap.
+
+        :raises UploadUnhappinessError: if too few servers took shares.
+        """
+        params = params or self._params
+        started = time.monotonic()
+        size = source.size
+        if size <= LIT_SIZE_THRESHOLD:
+            return UploadResult(LiteralCap(source.read(0, size)), None, {}, 0, {"total": 0.0})
+        geometry = params.geometry(size)
+        key = await self._convergent_key(source, geometry)
+        hashed = time.monotonic()
+        encoder = ImmutableEncoder(key, size, params)
+        upload = _Upload(self, encoder, source, params, self._clock)
+        result = await upload.run()
+        timings = {"hash": hashed - started, "push": time.monotonic() - hashed,
+                   "total": time.monotonic() - started}
+        return UploadResult(result[0], encoder.storage_index, result[1], result[2], timings)
+
+    async def _convergent_key(self, source: Uploadable, geometry: SegmentGeometry) -> bytes:
+        def hash_all() -> bytes:
+            hasher = ConvergentKeyHasher(self._convergence, geometry)
+            for offset in range(0, source.size, HASH_CHUNK):
+                hasher.update(source.read(offset, HASH_CHUNK))
+            return hasher.key()
+        if source.size <= INLINE_LIMIT:
+            return hash_all()
+        key: bytes = await deferToThread(hash_all)
+        return key
+
+
+class _Upload:
+    """The state of one CHK upload in flight."""
+
+    def __init__(self, uploader: Uploader, encoder: ImmutableEncoder, source: Uploadable,
+                 params: EncodingParameters, clock: Any) -> None:
+        self.encoder = encoder
+        self.source = source
+        self.params = params
+        self.clock = clock
+        self.si = encoder.storage_index
+        self.secrets = uploader._secrets
+        self.canary = Referenceable()
+        self.pushes: dict[str, _Push] = {}
+        self.share_owner: dict[int, _Push] = {}
+        self.spares: list[StorageServerHandle] = []
+        self.broker = uploader._broker
+        self.aborted: str | None = None
+        self._allocations: list[Deferred] = []
+
+    # -- selection
+
+    def _candidates(self) -> list[StorageServerHandle]:
+        size = self.encoder.share_length
+        servers = {s.server_id.decode("ascii"): s for s in self.broker.connected_servers()
+                   if (s.maximum_immutable_share_size or 0) >= size}
+        order = permuted_ring(self.si, {sid: s.permutation_seed for sid, s in servers.items()})
+        return [servers[sid] for sid in order]
+
+    async def run(self) -> tuple[CHKReadCap, dict[int, frozenset[str]], int]:
+        params = self.params
+        candidates = self._candidates()
+        if len(candidates) < params.happy:
+            raise UploadUnhappinessError(
+                f"shares could only be placed on {len(candidates)} servers (of "
+                f"{len(self.broker.servers)} known), but happiness requires {params.happy}",
+                len(candidates), len(candidates), params.happy)
+        placement = place_shares([s.server_id.decode("ascii") for s in candidates],
+                                 params.total, params.happy)
+        by_id = {s.server_id.decode("ascii"): s for s in candidates}
+        self.spares = [s for s in candidates if s.server_id.decode("ascii") not in placement.uploads]
+        for sid, shares in placement.uploads.items():
+            self._start_push(by_id[sid], set(shares))
+        try:
+            await self._encode_and_send()
+            await self._finish()
+        except BaseException:
+            self._abort_all("upload failed")
+            raise
+        return self._result()
+
+    def _start_push(self, server: StorageServerHandle, shares: set[int]) -> _Push:
+        push = _Push(server, shares)
+        self.pushes[push.name] = push
+        for shnum in shares:
+            self.share_owner[shnum] = push
+        secrets = self.secrets.for_server(self.si, server.lease_seed)
+        d = server.rref.callRemote("allocate_buckets", self.si, secrets.renew, secrets.cancel,
+                                   set(shares), self.encoder.share_length, self.canary)
+        timer = self.clock.callLater(ALLOCATE_TIMEOUT, d.cancel)
+
+        def answered(result: Any) -> Any:
+            if timer.active():
+                timer.cancel()
+            return result
+        d.addBoth(answered)
+        d.addCallbacks(self._allocated, self._push_failed, callbackArgs=(push,),
+                       errbackArgs=(push,))
+        self._allocations.append(d)
+        return push
+
+    def _allocated(self, answer: tuple[set[int], dict[int, Any]], push: _Push) -> None:
+        if push.failed:
+            for writer in answer[1].values():
+                _quietly(writer.callRemote("abort"))
+            return
+        already, writers = answer
+        push.allocated = True
+        push.already = set(already)
+        push.writers = dict(writers)
+        for shnum in list(push.shares):
+            if shnum in writers:
+                continue
+            push.shares.discard(shnum)
+            chunks = push.pending.pop(shnum, [])
+            if shnum not in already:
+                self._reassign(shnum, chunks, f"{push.name} refused share {shnum}")
+        for shnum in list(push.pending):
+            self._flush(push, shnum)
+        push.wake()
+
+    def _reassign(self, shnum: int, chunks: list[tuple[int, bytes]], why: str) -> None:
+        """Give a share whose data has not been sent anywhere yet to the next spare server."""
+        log.msg(f"upload {self.si.hex()[:8]}: {why}")
+        self.share_owner.pop(shnum, None)
+        while self.spares:
+            server = self.spares.pop(0)
+            if not server.is_connected:
+                continue
+            push = self._start_push(server, {shnum})
+            push.pending[shnum] = chunks
+            return
+
+    def _push_failed(self, failure: Failure, push: _Push) -> None:
+        if push.failed:
+            return
+        push.failed = f"{type(failure.value).__name__}: {failure.getErrorMessage()}"
+        log.msg(f"upload {self.si.hex()[:8]}: server {push.name} failed: {push.failed}")
+        for writer in push.writers.values():
+            _quietly(writer.callRemote("abort"))
+        if not push.sent_any:
+            for shnum in sorted(push.shares):
+                self._reassign(shnum, push.pending.pop(shnum, []),
+                               f"replacing {push.name} for share {shnum}")
+        push.pending.clear()
+        push.outstanding = 0
+        push.wake()
+        if not self._can_still_be_happy():
+            self.aborted = (f"server {push.name} failed ({push.failed}) and the remaining "
+                            f"servers cannot reach happiness {self.params.happy}")
+
+    # -- sending
+
+    def _send(self, shnum: int, offset: int, data: bytes) -> None:
+        push = self.share_owner.get(shnum)
+        if push is None or push.failed:
+            return
+        chunks = push.pending.setdefault(shnum, [])
+        if chunks and chunks[-1][0] + len(chunks[-1][1]) == offset \
+                and len(chunks[-1][1]) + len(data) <= MAX_WRITE and not push.allocated:
+            last_offset, last = chunks[-1]
+            chunks[-1] = (last_offset, last + data)
+        else:
+            chunks.append((offset, data))
+        if push.allocated:
+            self._flush(push, shnum)
+
+    def _flush(self, push: _Push, shnum: int) -> None:
+        writer = push.writers.get(shnum)
+        chunks = push.pending.pop(shnum, [])
+        if writer is None or push.failed:
+            return
+        for offset, data in _coalesce(chunks):
+            push.outstanding += len(data)
+            push.sent_any = True
+            d = writer.callRemote("write", offset, data)
+            d.addCallbacks(self._acked, self._push_failed, callbackArgs=(push, len(data)),
+                           errbackArgs=(push,))
+
+    def _acked(self, _: Any, push: _Push, length: int) -> None:
+        push.outstanding -= length
+        if push.backlog() <= WINDOW_BYTES:
+            push.wake()
+
+    async def _window(self) -> None:
+        for push in list(self.pushes.values()):
+            while not push.failed and push.backlog() > WINDOW_BYTES and self.aborted is None:
+                d: Deferred = Deferred()
+                push.waiters.append(d)
+                await d
+        if self.aborted:
+            raise UploadUnhappinessError(self.aborted, *self._counts())
+
+    def _encode_segment(self, segnum: int) -> EncodedSegment:
+        geometry = self.encoder.geometry
+        data = self.source.read(geometry.segment_offset(segnum), geometry.segment_length(segnum))
+        return self.encoder.encode_segment(data)
+
+    async def _encode_and_send(self) -> None:
+        encoder = self.encoder
+        header = encoder.header
+        for shnum in range(self.params.total):
+            self._send(shnum, 0, header)
+        count = encoder.geometry.num_segments
+        inline = self.source.size <= INLINE_LIMIT
+        upcoming: Deferred | None = None
+        for segnum in range(count):
+            if inline:
+                encoded = self._encode_segment(segnum)
+            else:
+                if upcoming is None:
+                    upcoming = deferToThread(self._encode_segment, segnum)
+                encoded = await upcoming
+                upcoming = deferToThread(self._encode_segment, segnum + 1) \
+                    if segnum + 1 < count else None
+            for shnum, block in enumerate(encoded.blocks):
+                self._send(shnum, encoded.share_offset, block)
+            await self._window()
+        trailer = encoder.finish()
+        for shnum in range(self.params.total):
+            self._send(shnum, trailer.tail_offset, trailer.tail(shnum))
+        self.read_cap = trailer.read_cap
+
+    async def _finish(self) -> None:
+        # Shares waiting for a writer (allocations still in flight) are sent when it arrives.
+        while True:
+            waiting = [p for p in self.pushes.values() if not p.allocated and not p.failed]
+            if not waiting:
+                break
+            await DeferredList(list(self._allocations), consumeErrors=True)
+            if self.aborted:
+                raise UploadUnhappinessError(self.aborted, *self._counts())
+        closes = []
+        for push in self.pushes.values():
+            if push.failed:
+                continue
+            for shnum, writer in push.writers.items():
+                d = writer.callRemote("close")
+                d.addCallbacks(self._closed, self._push_failed, callbackArgs=(push, shnum),
+                               errbackArgs=(push,))
+                closes.append(d)
+        await DeferredList(closes, consumeErrors=True)
+        happiness = servers_of_happiness(self._sharemap())
+        if happiness < self.params.happy:
+            placed, _, happy = self._counts()
+            raise UploadUnhappinessError(
+                f"shares were placed on {placed} servers with happiness {happiness}, but "
+                f"happiness {happy} is required"
+                + "".join(f"; {p.name[:11]}: {p.failed}" for p in self.pushes.values()
+                          if p.failed), placed, happiness, happy)
+
+    def _closed(self, _: Any, push: _Push, shnum: int) -> None:
+        push.closed.add(shnum)
+
+    # -- accounting
+
+    def _sharemap(self) -> dict[int, set[str]]:
+        sharemap: dict[int, set[str]] = {}
+        for push in self.pushes.values():
+            if push.failed:
+                continue
+            for shnum in push.closed | push.already:
+                if 0 <= shnum < self.params.total:
+                    sharemap.setdefault(shnum, set()).add(push.name)
+        return sharemap
+
+    def _can_still_be_happy(self) -> bool:
+        possible: dict[int, set[str]] = {}
+        for push in self.pushes.values():
+            if push.failed:
+                continue
+            for shnum in push.shares | push.already:
+                possible.setdefault(shnum, set()).add(push.name)
+        spare_servers = len([s for s in self.spares if s.is_connected])
+        return servers_of_happiness(possible) + spare_servers >= self.params.happy
+
+    def _counts(self) -> tuple[int, int, int]:
+        sharemap = self._sharemap()
+        servers = {server for holders in sharemap.values() for server in holders}
+        return len(servers), servers_of_happiness(sharemap), self.params.happy
+
+    def _abort_all(self, why: str) -> None:
+        for push in self.pushes.values():
+            for shnum, writer in push.writers.items():
+                if shnum not in push.closed:
+                    _quietly(writer.callRemote("abort"))
+            push.failed = push.failed or why
+            push.wake()
+
+    def _result(self) -> tuple[CHKReadCap, dict[int, frozenset[str]], int]:
+        sharemap = self._sharemap()
+        return (self.read_cap, {n: frozenset(s) for n, s in sorted(sharemap.items())},
+                servers_of_happiness(sharemap))
+
+
+def _coalesce(chunks: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
+    """Join adjacent chunks into writes of at most :data:`MAX_WRITE` bytes."""
+    out: list[tuple[int, bytes]] = []
+    for offset, data in chunks:
+        if out and out[-1][0] + len(out[-1][1]) == offset and \
+                len(out[-1][1]) + len(data) <= MAX_WRITE:
+            out[-1] = (out[-1][0], out[-1][1] + data)
+        else:
+            out.append((offset, data))
+    return out
+
+
+def _quietly(d: Deferred) -> None:
+    d.addErrback(lambda f: f.trap(Exception))
+

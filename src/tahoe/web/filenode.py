@@ -1,0 +1,193 @@
+"""``/uri/$FILECAP``: read an immutable file, its JSON description and its info page.
+
+Facts: ``reference/frontends.md`` §3.1 (ETags, headers), §3.3 "Reading"
+(filename=, save=, Range), §3.4 (JSON), §3.10 (errors).
+"""
+from __future__ import annotations
+
+import html
+import json
+import mimetypes
+import re
+from typing import Any
+
+from twisted.web import resource
+from twisted.web.server import Request
+
+from ..caps.immutable import CHKReadCap, CHKVerifyCap, LiteralCap
+from ..client.services import ClientServices
+from ..util import base32
+from .common import StreamPausing, WebError, arg, boolean_arg, render_async
+
+_RANGE = re.compile(r"\Abytes=(\d*)-(\d*)\Z")
+
+
+def content_type_for(filename: str) -> bytes:
+    """The Content-Type Tahoe guesses from a name: by extension, else text/plain."""
+    guessed, encoding = mimetypes.guess_type(filename, strict=False)
+    if guessed is None or encoding:
+        return b"text/plain" if "." not in filename else b"application/octet-stream"
+    return guessed.encode("ascii")
+
+
+def parse_range(header: bytes | None, size: int) -> tuple[int, int] | None | str:
+    """The first byte range of a Range header as (first, last inclusive).
+
+    :returns: None to send the whole file (no header, or one we ignore),
+        ``"unsatisfiable"`` when the first byte is beyond the end.
+    """
+    if not header:
+        return None
+    text = header.decode("latin-1").strip().split(",")[0].strip()
+    match = _RANGE.match(text)
+    if not match or (not match.group(1) and not match.group(2)):
+        return None
+    first_text, last_text = match.groups()
+    if not first_text:
+        count = int(last_text)
+        if count == 0:
+            return "unsatisfiable"
+        return max(0, size - count), size - 1
+    first = int(first_text)
+    if not last_text:
+        return None if first >= size else (first, size - 1)
+    last = int(last_text)
+    if last < first:
+        return None
+    if first >= size:
+        return "unsatisfiable"
+    return first, min(last, size - 1)
+
+
+def file_json(cap: CHKReadCap | LiteralCap, metadata: dict | None = None) -> list:
+    """``["filenode", {...}]`` for an immutable file (§3.4)."""
+    data: dict[str, Any] = {"mutable": False, "format": "CHK", "size": cap.size,
+                            "ro_uri": cap.to_string()}
+    verify = cap.verify_cap()
+    if verify is not None:
+        data["verify_uri"] = verify.to_string()
+    if metadata is not None:
+        data["metadata"] = metadata
+    return ["filenode", data]
+
+
+class ImmutableFileResource(resource.Resource):
+    """An immutable file (CHK or LIT) addressed by its read cap."""
+
+    isLeaf = True
+
+    def __init__(self, client: ClientServices, cap: CHKReadCap | LiteralCap,
+                 name: str | None = None) -> None:
+        super().__init__()
+        self._client = client
+        self._cap = cap
+        self._name = name
+
+    def _etag(self, request: Request, kind: str) -> bool:
+        """Set the ETag of an immutable file; True when the client already has it (304)."""
+        if isinstance(self._cap, LiteralCap):
+            return False
+        tag = f"{base32.b2a(self._cap.storage_index)}-{kind}".encode("ascii")
+        request.setHeader(b"ETag", tag)
+        if request.getHeader(b"if-none-match") in (tag, b'"' + tag + b'"'):
+            request.setResponseCode(304)
+            return True
+        return False
+
+    def render_GET(self, request: Request) -> Any:  # noqa: N802 (Twisted)
+        """Contents, or ``t=json``/``t=info``/``t=uri``/``t=readonly-uri``."""
+        return render_async(request, self._get)
+
+    def render_HEAD(self, request: Request) -> Any:  # noqa: N802 (Twisted)
+        """Headers of the contents only."""
+        return render_async(request, self._head)
+
+    async def _head(self, request: Request) -> bytes | None:
+        if arg(request, "t", ""):
+            raise WebError("HEAD is only allowed on file contents (no t=)")
+        self._content_headers(request)
+        request.setHeader(b"Content-Length", b"%d" % self._cap.size)
+        return None
+
+    async def _get(self, request: Request) -> bytes | None:
+        t = arg(request, "t", "")
+        if t == "":
+            return await self._contents(request)
+        if t == "json":
+            if self._etag(request, "json"):
+                return b""
+            request.setHeader(b"Content-Type", b"text/plain")
+            return (json.dumps(file_json(self._cap), indent=1) + "\n").encode("utf-8")
+        if t in ("uri", "readonly-uri"):
+            if self._etag(request, t):
+                return b""
+            request.setHeader(b"Content-Type", b"text/plain")
+            return self._cap.to_string().encode("ascii")
+        if t == "info":
+            return self._info_page(request)
+        raise WebError(f"bad t={t}")
+
+    def _content_headers(self, request: Request) -> str:
+        filename = arg(request, "filename") or self._name or "unknown"
+        request.setHeader(b"Content-Type", content_type_for(filename))
+        request.setHeader(b"Accept-Ranges", b"bytes")
+        if boolean_arg(request, "save", False):
+            request.setHeader(b"Content-Disposition",
+                              b'attachment; filename="' + filename.encode("utf-8") + b'"')
+        return filename
+
+    async def _contents(self, request: Request) -> bytes | None:
+        cap, size = self._cap, self._cap.size
+        self._content_headers(request)
+        if self._etag(request, ""):
+            return b""
+        wanted = parse_range(request.getHeader(b"range"), size)
+        if wanted == "unsatisfiable":
+            request.setHeader(b"Content-Range", b"bytes */%d" % size)
+            raise WebError("First beyond end of file", 416)
+        first, last = (0, size - 1) if wanted is None else wanted  # type: ignore[misc]
+        length = max(0, last - first + 1)
+        if wanted is not None:
+            request.setResponseCode(206)
+            request.setHeader(b"Content-Range", b"bytes %d-%d/%d" % (first, last, size))
+        if isinstance(cap, LiteralCap):
+            return cap.data[first:first + length]
+        download = self._client.download(cap)
+        chunks = download.read(first, length)
+        try:
+            first_chunk = await chunks.__anext__()
+        except StopAsyncIteration:
+            first_chunk = b""
+        # The headers go out only once the first segment is verified, so a missing
+        # file still gets its 410.
+        request.setHeader(b"Content-Length", b"%d" % length)
+        if request.method == b"HEAD":
+            return None
+        producer = StreamPausing()
+        request.registerProducer(producer, True)
+        try:
+            request.write(first_chunk)
+            async for chunk in chunks:
+                if producer.stopped:
+                    break
+                await producer.ready()
+                request.write(chunk)
+        finally:
+            request.unregisterProducer()
+        return None
+
+    def _info_page(self, request: Request) -> bytes:
+        cap = self._cap
+        rows = [("Object type", "immutable file (LIT)" if isinstance(cap, LiteralCap)
+                 else "immutable file (CHK)"), ("Size", str(cap.size)),
+                ("Read-only cap", cap.to_string())]
+        if isinstance(cap, CHKReadCap):
+            rows.insert(1, ("Storage index", base32.b2a(cap.storage_index)))
+            verify: CHKVerifyCap = cap.verify_cap()
+            rows.append(("Verify cap", verify.to_string()))
+        body = "".join(f"<tr><th>{html.escape(k)}</th><td><code>{html.escape(v)}</code></td></tr>"
+                       for k, v in rows)
+        request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
+        return (f"<!DOCTYPE html><html><head><title>Tahoe-LAFS - File Info</title></head>"
+                f"<body><h1>File Info</h1><table>{body}</table>"
+                f"<p><a href=\"?t=json\">JSON</a></p></body></html>").encode("utf-8")

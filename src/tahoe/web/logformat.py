@@ -1,0 +1,35 @@
+"""An access-log line that never contains a cap (``reference/frontends.md`` §3.12).
+
+A cap is the authority to read (or write) a file: paths under ``/uri/``,
+``/cap/``, ``/file/`` and ``/named/`` are logged as ``[CENSORED]``, and so
+are the values of the ``uri`` and ``private-key`` arguments.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_CAP_PATH = re.compile(rb"^(/(?:uri|cap|file|named)/)[^?]*")
+_SECRET_ARGS = re.compile(rb"([?&](?:uri|private-key)=)[^&]*")
+
+
+def censor_uri(uri: bytes) -> bytes:
+    """The request URI with every cap replaced by ``[CENSORED]``."""
+    uri = _CAP_PATH.sub(rb"\1[CENSORED]", uri)
+    return _SECRET_ARGS.sub(rb"\1[CENSORED]", uri)
+
+
+def _quote(value: bytes | None) -> str:
+    if not value:
+        return "-"
+    return value.decode("iso-8859-1").replace("\\", "\\\\").replace('"', '\\"')
+
+
+def censored_log_line(timestamp: str, request: Any) -> str:
+    """Combined-log-format line for ``twisted.web.server.Site(logFormatter=...)``."""
+    line = request.method + b" " + censor_uri(request.uri) + b" " + request.clientproto
+    referrer = censor_uri(request.getHeader(b"referer") or b"") or None
+    return ('"%s" - - %s "%s" %d %s "%s" "%s"' % (
+        request.getClientAddress().host if hasattr(request.getClientAddress(), "host") else "-",
+        timestamp, _quote(line), request.code,
+        request.sentLength or "-", _quote(referrer), _quote(request.getHeader(b"user-agent"))))
