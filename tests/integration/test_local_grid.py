@@ -1,0 +1,195 @@
+"""Files through a real local grid of our nodes: round trips, ranges, dead and corrupt servers.
+
+Ten storage nodes each sit behind a test proxy (``conftest.local_grid``);
+the client is 3-of-10 with happiness 7.
+"""
+from __future__ import annotations
+
+import os
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tahoe.caps.parse import parse_cap
+from tahoe.util import base32
+from tests.support.processes import wait_until
+from tests.support.proxied_grid import ProxiedGrid
+from tests.support.webapi import WebError
+
+MB = 1_000_000
+
+
+def url(grid: ProxiedGrid, path: str) -> str:
+    """An absolute URL on the client's gateway."""
+    return grid.client.url.rstrip("/") + path
+
+
+def get(grid: ProxiedGrid, path: str, headers: dict[str, str] | None = None
+        ) -> tuple[int, dict[str, str], bytes]:
+    """GET a gateway path; return status, headers and body (errors included)."""
+    request = urllib.request.Request(url(grid, path), headers=headers or {})
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(request, timeout=60) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), error.read()
+
+
+def share_files(grid: ProxiedGrid, cap: str) -> list[Path]:
+    """Every share file of ``cap`` on every storage node."""
+    si = base32.b2a(parse_cap(cap).storage_index)  # type: ignore[union-attr]
+    return sorted(p for node in grid.storage_nodes
+                  for p in (Path(node.node.basedir) / "storage" / "shares" / si[:2] / si).glob("*"))
+
+
+@pytest.fixture
+def all_servers_back(local_grid: ProxiedGrid) -> Iterator[ProxiedGrid]:
+    """Revive every proxy after the test and wait until the client sees all ten servers."""
+    yield local_grid
+    for proxy in local_grid.proxies:
+        proxy.disarm()
+        proxy.revive()
+    local_grid.client.wait_for_servers(len(local_grid.servers), 60)
+
+
+@pytest.mark.parametrize("size", [0, 55, 56, 1000, 2 ** 20 + 1, 20 * MB])
+def test_round_trip(local_grid: ProxiedGrid, size: int) -> None:
+    """A file of each size comes back intact; LIT files never touch the servers."""
+    data = os.urandom(size)
+    cap = local_grid.client.upload(data)
+    assert cap.startswith("URI:LIT:" if size <= 55 else "URI:CHK:")
+    assert local_grid.client.download(cap) == data
+    if size > 55:
+        files = share_files(local_grid, cap)
+        assert sorted(p.name for p in files) == [str(n) for n in range(10)]
+        assert len({p.parent.parent.parent.parent.parent for p in files}) == 10
+
+
+def test_ranged_reads(local_grid: ProxiedGrid) -> None:
+    """Ranges return exactly their bytes with 206; past the end is 416."""
+    data = os.urandom(5 * MB + 7)
+    cap = local_grid.client.upload(data)
+    path = "/uri/" + cap
+    for first, last in [(0, 0), (1_000_000, 1_001_023), (2_500_000, 2_600_000),
+                        (len(data) - 10, len(data) - 1)]:
+        status, headers, body = get(local_grid, path, {"Range": f"bytes={first}-{last}"})
+        assert status == 206
+        assert body == data[first:last + 1]
+        assert headers["Content-Range"] == f"bytes {first}-{last}/{len(data)}"
+    status, _, body = get(local_grid, path, {"Range": "bytes=-100"})
+    assert (status, body) == (206, data[-100:])
+    status, _, body = get(local_grid, path, {"Range": f"bytes={len(data) + 5}-{len(data) + 9}"})
+    assert status == 416
+
+
+def test_json_info_and_errors(local_grid: ProxiedGrid) -> None:
+    """t=json describes the file; malformed caps are 400; a file with no shares is 410."""
+    data = os.urandom(5000)
+    cap = local_grid.client.upload(data)
+    status, headers, body = get(local_grid, f"/uri/{cap}?t=json")
+    assert status == 200 and b'"filenode"' in body and cap.encode() in body
+    assert headers["ETag"].endswith("-json")
+    status, _, body = get(local_grid, f"/uri/{cap}?t=info")
+    assert status == 200 and b"Storage index" in body
+    key = cap.split(":")[2]
+    status, _, body = get(local_grid, f"/uri/{cap.replace(key, key[:-1] + 'b')}?t=json")
+    assert status == 400 and b"Invalid capability" in body
+    missing = cap.replace(cap.split(":")[2], "a" * 25 + "a")
+    status, _, body = get(local_grid, f"/uri/{missing}")
+    assert status == 410 and b"NoSharesError" in body
+
+
+def test_download_with_seven_servers_down(all_servers_back: ProxiedGrid) -> None:
+    """Any three servers suffice to read a file."""
+    grid = all_servers_back
+    data = os.urandom(3 * MB)
+    cap = grid.client.upload(data)
+    for proxy in grid.proxies[:7]:
+        proxy.kill()
+    assert grid.client.download(cap) == data
+
+
+def test_corrupt_shares_are_bypassed(all_servers_back: ProxiedGrid) -> None:
+    """With seven shares corrupted on disk, the three good ones serve the file; bad ones are reported."""
+    grid = all_servers_back
+    data = os.urandom(300_000)
+    cap = grid.client.upload(data)
+    files = share_files(grid, cap)
+    damaged = files[:7]
+    for path in damaged:
+        raw = bytearray(path.read_bytes())
+        raw[12 + 0x24 + 1000] ^= 0xFF  # a byte of the first block (container header + share header)
+        path.write_bytes(bytes(raw))
+    assert grid.client.download(cap) == data
+
+    def advisories() -> int:
+        return sum(len(list((Path(n.node.basedir) / "storage" / "corruption-advisories").glob("*")))
+                   for n in grid.storage_nodes)
+    wait_until(lambda: advisories() >= 1, 10, "a corruption advisory")
+    for path in files[7:8]:
+        raw = bytearray(path.read_bytes())
+        raw[12 + 0x24 + 1000] ^= 0xFF
+        path.write_bytes(bytes(raw))
+    with pytest.raises(WebError) as info:
+        grid.client.download(cap)
+    assert info.value.status == 410
+
+
+def test_upload_survives_three_servers_dying(all_servers_back: ProxiedGrid) -> None:
+    """Three servers cut off mid-upload: the upload still meets happiness 7."""
+    grid = all_servers_back
+    data = os.urandom(6 * MB)
+    for proxy in grid.proxies[:3]:
+        proxy.cut_after(300_000, kill=True)
+    cap = grid.client.upload(data)
+    assert all(p.cuts for p in grid.proxies[:3])
+    assert grid.client.download(cap) == data
+    assert len({p.name for p in share_files(grid, cap)}) >= 7
+
+
+def test_upload_fails_cleanly_when_four_servers_die(all_servers_back: ProxiedGrid) -> None:
+    """Four servers cut off mid-upload: a clear unhappiness error, and no share left behind."""
+    grid = all_servers_back
+    data = os.urandom(6 * MB)
+    for proxy in grid.proxies[:4]:
+        proxy.cut_after(300_000, kill=True)
+    with pytest.raises(WebError) as info:
+        grid.client.upload(data)
+    assert info.value.status == 500
+    assert "happiness 7" in info.value.body and "UploadUnhappinessError" in info.value.body
+
+    def no_incoming() -> bool:
+        return not [p for n in grid.storage_nodes
+                    for p in (Path(n.node.basedir) / "storage" / "shares" / "incoming").rglob("*")
+                    if p.is_file()]
+    wait_until(no_incoming, 15, "incoming shares to be aborted")
+
+
+def test_small_upload_takes_two_round_trips(all_servers_back: ProxiedGrid) -> None:
+    """Over warm connections with 200 ms each way, a 1 kB upload takes 2 round trips, not 3."""
+    grid = all_servers_back
+    grid.client.upload(os.urandom(1000))  # warm up every connection
+    for proxy in grid.proxies:
+        proxy.delay = 0.2
+    try:
+        grid.wait_idle(0.3)
+        marks = grid.mark()
+        started = time.monotonic()
+        grid.client.upload(os.urandom(1000))
+        elapsed = time.monotonic() - started
+        finished = time.monotonic()
+    finally:
+        for proxy in grid.proxies:
+            proxy.delay = 0.0
+    rtt = 0.4
+    assert 2 * rtt <= elapsed < 3 * rtt, elapsed
+    for proxy, mark in zip(grid.proxies, marks):
+        before_end = [b for c in proxy.connections() for b in c.bursts_since(mark)
+                      if b.started_at < finished - 0.2]
+        turns = sum(1 for a, b in zip(before_end, before_end[1:])
+                    if a.direction != b.direction and b.direction.name == "S2C")
+        assert turns == 2, (proxy.port, [(b.direction.name, b.nbytes) for b in before_end])
