@@ -22,6 +22,11 @@ Fixtures:
   ``expected_servers`` connected servers.  With ``reuse`` a client already
   started with the same arguments is returned instead of a new one.  Clients
   are stopped at the end of the session.
+* ``our_grid`` (session): the same kind of :class:`~tests.support.grid.Grid`
+  (introducer, 3 storage nodes, ``SMALL_GRID_SHARES``), made of our nodes
+  (``.venv/bin/tahoe``), for Tahoe 1.20 clients and servers to join.  Its
+  servers may come to list servers that tests started and stopped (an
+  introducer never forgets an announcement): count connected ones.
 """
 from __future__ import annotations
 
@@ -40,7 +45,7 @@ from tests.support.grid import (
     start_client,
     start_grid,
 )
-from tests.support.nodes import Shares, TahoeTool
+from tests.support.nodes import Shares, TahoeTool, our_tahoe
 from tests.support.processes import ProcessSet
 from tests.support.tahoe120 import ensure_tahoe120
 
@@ -65,6 +70,15 @@ def tahoe_grid(tahoe120: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
     workdir = tmp_path_factory.mktemp("tahoe120-grid")
     with ProcessSet() as processes:
         yield start_grid(TahoeTool(tahoe120, workdir / "logs"), workdir, processes,
+                         storage_nodes=SMALL_GRID_STORAGE_NODES, shares=SMALL_GRID_SHARES)
+
+
+@pytest.fixture(scope="session")
+def our_grid(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grid]:
+    """Our introducer and 3 of our storage nodes, shared by the session."""
+    workdir = tmp_path_factory.mktemp("our-grid")
+    with ProcessSet() as processes:
+        yield start_grid(TahoeTool(our_tahoe(), workdir / "logs"), workdir, processes,
                          storage_nodes=SMALL_GRID_STORAGE_NODES, shares=SMALL_GRID_SHARES)
 
 

@@ -277,12 +277,14 @@ class TahoeTool:
         self.cli("create-introducer", *listen, basedir)
         return basedir
 
-    def create_node(self, basedir: Path, *, introducer_furl: str, shares: Shares,
+    def create_node(self, basedir: Path, *, introducer_furl: str | None, shares: Shares,
                     nickname: str | None = None, web_port: int | None = None,
                     tub_port: int | None = None, hostname: str | None = None,
                     extra_args: Sequence[str] = ()) -> Path:
         """``tahoe create-node`` (client + storage server).
 
+        :param introducer_furl: written as ``--introducer``; None for a node
+            without introducer (static servers only, or a bare storage server).
         :param tub_port: listen on 127.0.0.1:tub_port (``--port``/``--location``);
             if None, ``--hostname`` is passed instead (the tool picks the port and
             listens on every interface: see :func:`bind_tub_to_loopback`).
@@ -297,20 +299,21 @@ class TahoeTool:
                                                              web_port), *extra_args, basedir)
         return basedir
 
-    def create_client(self, basedir: Path, *, introducer_furl: str, shares: Shares,
+    def create_client(self, basedir: Path, *, introducer_furl: str | None, shares: Shares,
                       nickname: str | None = None, web_port: int | None = None,
                       extra_args: Sequence[str] = ()) -> Path:
-        """``tahoe create-client`` (no storage, no listening tub)."""
+        """``tahoe create-client`` (no storage, no listening tub); no ``--introducer`` if None."""
         self.cli("create-client", *self._client_args(introducer_furl, shares, nickname, web_port),
                  *extra_args, basedir)
         return basedir
 
     @staticmethod
-    def _client_args(introducer_furl: str, shares: Shares, nickname: str | None,
+    def _client_args(introducer_furl: str | None, shares: Shares, nickname: str | None,
                      web_port: int | None) -> list[str]:
         web_port = free_port() if web_port is None else web_port
-        args = [f"--introducer={introducer_furl}",
-                f"--webport=tcp:{web_port}:interface=127.0.0.1", *shares.cli_args()]
+        args = [f"--webport=tcp:{web_port}:interface=127.0.0.1", *shares.cli_args()]
+        if introducer_furl is not None:
+            args.insert(0, f"--introducer={introducer_furl}")
         if nickname:
             args.append(f"--nickname={nickname}")
         return args

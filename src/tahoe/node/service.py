@@ -35,7 +35,7 @@ from .fileutil import write_atomically
 from .identity import (load_or_create_permutation_seed, load_or_create_signing_key,
                        next_announcement_seqnum)
 from .nodedir import NodeDirectory
-from .tub import create_tub, listen, register_persistent, tubid_bytes
+from .tub import create_outbound_tub, create_tub, listen, register_persistent, tubid_bytes
 
 
 def _local_addresses() -> list[str]:
@@ -100,6 +100,7 @@ class Node:
         self.storage_server: StorageServer | None = None
         self.broker: StorageBroker | None = None
         self.introducer_clients: list[IntroducerClient] = []
+        self.storage_client_tub: Tub | None = None
         self.client: ClientServices | None = None
         self.web_port: Any = None
         self.nickname = "" if self.config.nickname == "<unspecified>" else self.config.nickname
@@ -138,7 +139,14 @@ class Node:
         tub = self.tub
         key = load_or_create_signing_key(self.basedir)
         self.signing_key = key
-        broker = StorageBroker(tub, self.clock)
+        # Storage servers are reached from a Tub of their own, as in Tahoe 1.20: with
+        # the main Tub, a server that connected to us first (storage nodes are
+        # clients too) would be shown "Connecting" for good, and our own server
+        # would go through Foolscap's loopback (see create_outbound_tub).
+        self.storage_client_tub = create_outbound_tub(self.config.timeout_keepalive,
+                                                      self.config.timeout_disconnect)
+        self.storage_client_tub.startService()
+        broker = StorageBroker(self.storage_client_tub, self.clock)
         self.broker = broker
         assert self.nodedir.lease_secret is not None
         self.client = ClientServices(broker, self.nodedir.lease_secret,
@@ -216,5 +224,7 @@ class Node:
             self.broker.stop()
         if self.web_port is not None:
             await self.web_port.stopListening()
+        if self.storage_client_tub is not None:
+            await self.storage_client_tub.stopService()
         if self.tub is not None:
             await self.tub.stopService()

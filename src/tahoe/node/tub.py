@@ -75,6 +75,28 @@ def create_tub(basedir: Path, keepalive: int | None = None, disconnect: int | No
     return tub
 
 
+def create_outbound_tub(keepalive: int | None = None, disconnect: int | None = None) -> Tub:
+    """A Tub that only connects out, with a throw-away certificate: for reaching storage servers.
+
+    Tahoe 1.20 reaches each storage server from a new Tub of its own, never
+    from the node's main Tub (``allmydata/storage_client.py``,
+    ``NativeStorageServer.start_connecting`` calls its ``tub_maker``). What
+    others see depends on it, and one such Tub shared by all servers is
+    enough for both: a storage server that is also our client (every storage
+    node is) keeps its own connection to us instead of Foolscap merging it
+    with ours (the merged one, if the server opened it, has no winning hint),
+    and our own server is reached over TCP (``Connected to
+    tcp:127.0.0.1:PORT via tcp``), not through Foolscap's in-process loopback.
+    Neither the uploader's canary nor leases depend on which Tub connects.
+    """
+    tub = new_tub()
+    if keepalive is not None:
+        tub.setOption("keepaliveTimeout", keepalive)
+    if disconnect is not None:
+        tub.setOption("disconnectTimeout", disconnect)
+    return tub
+
+
 def listen(tub: Tub, ports: list[str], location: str) -> None:
     """Listen on every endpoint string in ``ports`` and advertise ``location``."""
     for port in ports:
