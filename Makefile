@@ -29,9 +29,10 @@ bench-core: $(STAMP)
 ## bench: every benchmark (for now the core benchmark)
 bench: bench-core
 
-## run: encode a sample file into shares and read it back through the verifying decoder
+## run: start a local grid (./local-grid) in the foreground, put and get a sample file, serve until Ctrl-C
 run: $(STAMP)
-	$(BIN)/python misc/demo_core.py
+	$(BIN)/python -m compileall -q src
+	$(BIN)/python misc/run_demo.py local-grid
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis bench-core.json
+	rm -rf $(VENV) .pytest_cache .hypothesis bench-*.json local-grid

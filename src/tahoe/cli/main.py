@@ -29,17 +29,25 @@ SUBCOMMANDS: Mapping[str, str] = {
     "create-client": "tahoe.cli.create_client",
     "create-introducer": "tahoe.cli.create_introducer",
     "run": "tahoe.cli.run",
+    "put": "tahoe.cli.put",
+    "get": "tahoe.cli.get",
+    "grid": "tahoe.cli.grid",
 }
 _SUMMARIES = {
     "create-node": "Create a node that acts as a client, server or both.",
     "create-client": "Create a client node (with storage initially disabled).",
     "create-introducer": "Create an introducer node.",
     "run": "Run a node in the foreground.",
+    "put": "Upload a file into the grid.",
+    "get": "Download a file from the grid.",
+    "grid": "Start, stop or inspect a local grid of nodes on 127.0.0.1.",
 }
 _FLAGS = frozenset({"-V", "--version", "--version-and-path", "-h", "--help", "-q", "--quiet"})
 _VALUE_OPTIONS = frozenset({"--node-directory", "--wormhole-server", "--wormhole-invite-appid",
                             "--eliot-destination"})
 EXIT_USAGE = 1
+#: Subcommands whose parsers accept a (hidden) ``--quiet`` forwarded from the global ``-q``.
+_TAKES_QUIET = frozenset({"put", "get"})
 
 
 class _UsageError(Exception):
@@ -113,6 +121,8 @@ def run(argv: list[str], stdout: TextIO, stderr: TextIO,
         return EXIT_USAGE
     if "--node-directory" in options:
         sub_argv = ["--node-directory", options["--node-directory"], *sub_argv]
+    if {"-q", "--quiet"} & options.keys() and command in _TAKES_QUIET:
+        sub_argv = ["--quiet", *sub_argv]
     module = importlib.import_module(module_name)
     code: int = module.run(sub_argv, stdout, stderr, env)
     return code

@@ -71,10 +71,20 @@ class StorageServerHandle:
 
     def connection_status(self) -> str:
         """Tahoe's Foolscap wording: ``Connected to tcp:HOST:PORT via tcp`` or why not."""
-        if self.is_connected and self.connection_hint:
-            return f"Connected to {self.connection_hint} via tcp"
         if self.rref is not None:
-            return "Connecting (asking for version)"
+            info = self.rref.getConnectionInfo()
+            if not self.is_connected:
+                return "Connecting (asking for version)"
+            if self.connection_hint:
+                handler = info.connectionHandlers.get(self.connection_hint, "tcp")
+                return f"Connected to {self.connection_hint} via {handler}"
+            return f"Connected via listener ({info.listenerStatus[0]})"
+        if self._reconnector is not None:
+            info = self._reconnector.getReconnectionInfo()
+            when = getattr(info, "nextAttempt", None)
+            if getattr(info, "state", "") == "waiting" and when:
+                return f"Reconnecting in {max(0, int(when - self._clock.seconds()))} seconds"
+            return "Trying to connect"
         return "Not connected"
 
     def summary(self) -> ServerSummary:

@@ -1,0 +1,146 @@
+"""``tahoe grid start|run|status|stop``: a local grid of our nodes, run as separate programs.
+
+One grid of 3 storage nodes is created per module (about 4 s) and restarted
+by each test; every test leaves it stopped, and the fixture kills any node
+PID still running at the end.
+"""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.grid_support import (GRID_TIMEOUT, kill_leftovers, process_alive,
+                                            recorded_nodes, tahoe)
+from tests.support import webapi
+from tests.support.nodes import our_tahoe
+
+STORAGE_NODES = 3
+
+
+@pytest.fixture(scope="module")
+def grid_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A grid directory (created by the first test that starts it); stopped at the end."""
+    directory = tmp_path_factory.mktemp("grid") / "local-grid"
+    yield directory
+    if (directory / "grid.json").exists():
+        tahoe("grid", "stop", directory, "--timeout=10")
+        assert kill_leftovers(directory) == []
+
+
+def live_pids(grid_dir: Path) -> list[int]:
+    """PIDs recorded in grid.json whose processes still run."""
+    return [int(node["pid"]) for node in recorded_nodes(grid_dir)  # type: ignore[call-overload]
+            if isinstance(node.get("pid"), int)
+            and process_alive(int(node["pid"]), node.get("start_time"))]  # type: ignore[arg-type]
+
+
+def test_start_status_stop(grid_dir: Path) -> None:
+    """start creates and starts the grid, status shows it, stop ends every node process."""
+    started = time.monotonic()
+    result = tahoe("grid", "start", grid_dir, f"--storage-nodes={STORAGE_NODES}")
+    elapsed = time.monotonic() - started
+    out = result.stdout.decode()
+    assert result.returncode == 0, out + result.stderr.decode()
+    assert "Grid ready in" in out and "3 storage servers connected, shares 2/3/3" in out
+    print(f"grid start (new, {STORAGE_NODES} storage nodes): {elapsed:.1f} s")
+
+    document = json.loads((grid_dir / "grid.json").read_text())
+    names = [node["name"] for node in document["nodes"]]
+    assert names == ["introducer", "storage1", "storage2", "storage3", "client"]
+    pids = live_pids(grid_dir)
+    assert len(pids) == 5
+    gateway = (grid_dir / "client" / "node.url").read_text().strip()
+    assert gateway == document["gateway"] and f"Gateway (web API and browser): {gateway}" in out
+    assert gateway.startswith("http://127.0.0.1:")
+    servers = webapi.connected_servers(webapi.welcome(gateway))
+    assert sorted(server["nickname"] for server in servers) == ["storage1", "storage2",
+                                                                "storage3"]
+    for node in ("storage1", "storage2", "storage3"):
+        config = (grid_dir / node / "tahoe.cfg").read_text()
+        assert "reserved_space = 100M" in config
+        assert "interface=127.0.0.1" in config
+
+    status = tahoe("grid", "status", grid_dir)
+    assert status.returncode == 0, status.stdout
+    assert f"Gateway: {gateway} (3 of 3 storage servers connected)" in status.stdout.decode()
+
+    again = tahoe("grid", "start", grid_dir)
+    assert again.returncode == 0 and b"already running" in again.stdout
+
+    stop = tahoe("grid", "stop", grid_dir)
+    assert stop.returncode == 0 and b"Stopped 5 nodes" in stop.stdout
+    assert [pid for pid in pids if process_alive(pid)] == []
+    assert all(node["pid"] is None for node in recorded_nodes(grid_dir))
+    status = tahoe("grid", "status", grid_dir)
+    assert status.returncode == 1 and b"The grid is not running." in status.stdout
+    assert tahoe("grid", "stop", grid_dir).stdout.endswith(b"was not running.\n")
+
+
+def test_run_in_foreground_until_sigint(grid_dir: Path) -> None:
+    """grid run restarts the existing grid, serves until SIGINT, then stops every node."""
+    if not (grid_dir / "grid.json").exists():
+        pytest.skip("needs the grid made by test_start_status_stop")
+    runner = subprocess.Popen([str(our_tahoe()), "grid", "run", str(grid_dir)],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        assert runner.stdout is not None
+        lines = []
+        for line in runner.stdout:
+            lines.append(line)
+            if line.startswith("Press Ctrl-C"):
+                break
+        assert any(line.startswith("Grid ready in") for line in lines), "".join(lines)
+        print("grid run (restart):", next(line for line in lines if "ready" in line).strip())
+        pids = live_pids(grid_dir)
+        assert len(pids) == 5
+        runner.send_signal(signal.SIGINT)
+        rest, errors = runner.communicate(timeout=GRID_TIMEOUT)
+        assert runner.returncode == 0, errors
+        assert "Stopping the grid...\nStopped.\n" in rest
+        assert [pid for pid in pids if process_alive(pid)] == []
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait()
+
+
+def test_node_failure_is_reported_with_its_log(grid_dir: Path) -> None:
+    """A node that cannot start is named with the end of its log; no node is left running."""
+    if not (grid_dir / "grid.json").exists():
+        pytest.skip("needs the grid made by test_start_status_stop")
+    config = grid_dir / "storage2" / "tahoe.cfg"
+    original = config.read_text()
+    config.write_text(original + "\n[client]\nbogus.key = 1\n")
+    try:
+        result = tahoe("grid", "start", grid_dir)
+    finally:
+        config.write_text(original)
+    errors = result.stderr.decode()
+    assert result.returncode == 1
+    assert "Error: node storage2 exited with status 1 while the grid was starting." in errors
+    assert "section [client] contains unknown option 'bogus.key'" in errors
+    assert errors.endswith("Stopped the nodes of the grid.\n")
+    assert live_pids(grid_dir) == []
+
+
+def test_bad_options(tmp_path: Path) -> None:
+    """Shares that need more servers than the grid has, and a non-grid directory, are refused."""
+    result = tahoe("grid", "start", tmp_path / "g", "--storage-nodes=3", "--shares=3/7/10")
+    assert result.returncode == 1
+    assert b"needs at least 7 storage nodes" in result.stderr
+    assert not (tmp_path / "g").exists()
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "file").write_text("x")
+    result = tahoe("grid", "start", tmp_path / "full")
+    assert result.returncode == 1 and b"holds no local grid" in result.stderr
+    result = tahoe("grid", "status", tmp_path / "full")
+    assert result.returncode == 1 and b"holds no local grid (no grid.json)" in result.stderr
+    result = tahoe("grid", "start", tmp_path / "g", "--shares=2-3-3")
+    assert result.returncode == 1 and b"NEEDED/HAPPY/TOTAL" in result.stderr
