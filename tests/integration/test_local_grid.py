@@ -193,3 +193,26 @@ def test_small_upload_takes_two_round_trips(all_servers_back: ProxiedGrid) -> No
         turns = sum(1 for a, b in zip(before_end, before_end[1:])
                     if a.direction != b.direction and b.direction.name == "S2C")
         assert turns == 2, (proxy.port, [(b.direction.name, b.nbytes) for b in before_end])
+
+
+def test_slow_server_is_bypassed(all_servers_back: ProxiedGrid) -> None:
+    """A server that turns slow mid-download is replaced by another, not waited for."""
+    grid = all_servers_back
+    data = os.urandom(12 * MB)
+    cap = grid.client.upload(data)
+    fast, spare, dead = grid.proxies[:3], grid.proxies[3], grid.proxies[4:]
+    for proxy in dead:
+        proxy.kill()
+    spare.delay = 0.5  # answers get_buckets last, so the download starts with the fast three
+    request = urllib.request.Request(url(grid, "/uri/" + cap))
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    started = time.monotonic()
+    with opener.open(request, timeout=120) as response:
+        first = response.read(1_000_000)
+        fast[0].delay = 5.0  # now one of the three in use turns very slow
+        spare.delay = 0.0
+        rest = response.read()
+    elapsed = time.monotonic() - started
+    fast[0].delay = 0.0
+    assert first + rest == data
+    assert elapsed < 30, elapsed

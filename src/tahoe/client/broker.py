@@ -142,6 +142,11 @@ class StorageBroker:
         self._static: set[bytes] = set()
         self._waiters: list[tuple[Callable[[], bool], Deferred]] = []
 
+    @property
+    def clock(self) -> IReactorTime:
+        """The reactor's clock (for timeouts of the calls made to servers)."""
+        return self._clock
+
     def add_server(self, server_id: bytes, announcement: Mapping[str, Any],
                    lease_seed: bytes, permutation_seed: bytes, static: bool = False) -> None:
         """Learn of a server or of its new announcement, (re)connecting when it changed.

@@ -12,7 +12,8 @@
    thread when large) and streamed out. Only the segments a range needs are
    fetched.
 4. A share that fails a check is reported with ``advise_corrupt_share`` and
-   replaced by another; if fewer than k good shares remain the download
+   replaced by another; a block that takes more than :data:`SLOW_READ`
+   seconds is also asked of another share, and the slow one is used last; if fewer than k good shares remain the download
    fails with :class:`NotEnoughSharesError`.
 
 Facts: ``reference/immutable.md`` §12, ``reference/storage-protocol.md`` §3.2, §8.9.
@@ -23,9 +24,10 @@ from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
 
-from twisted.internet.defer import Deferred, DeferredList
+from twisted.internet.defer import Deferred, DeferredList, DeferredQueue
 from twisted.internet.threads import deferToThread
 from twisted.python import log
+from twisted.python.failure import Failure
 
 from ..caps.immutable import CHKReadCap
 from ..immutable.errors import BadBlock, CorruptShare, LayoutInvalid
@@ -43,6 +45,8 @@ WHOLE_SHARE_LIMIT = 256 * 1024
 UEB_GUESS = 2048
 #: Segments fetched ahead of the one being delivered.
 SEGMENTS_AHEAD = 3
+#: Seconds a segment's blocks may take before another share is asked as well.
+SLOW_READ = 2.0
 #: Segments at least this large are decoded and decrypted in a worker thread.
 THREAD_SEGMENT = 128 * 1024
 
@@ -92,6 +96,9 @@ class FileDownload:
         self._answers = 0
         self._asked = 0
         self._answer_waiters: list[Deferred] = []
+        self._clock = broker.clock
+        #: Shares that were slow to answer; asked last from then on.
+        self.slow: set[int] = set()
 
     # -- finding shares
 
@@ -240,28 +247,77 @@ class FileDownload:
 
     # -- segments
 
+    async def _spare_share(self, asked: set[int]) -> _Share | None:
+        """An active share not yet asked for this segment, opening one more if needed."""
+        for shnum, share in sorted(self.active.items()):
+            if shnum not in asked:
+                return share
+        try:
+            await self._activate(len(self.active) + 1)
+        except NotEnoughSharesError:
+            return None
+        for shnum, share in sorted(self.active.items()):
+            if shnum not in asked:
+                return share
+        return None
+
     async def _fetch_blocks(self, segnum: int) -> dict[int, bytes]:
+        """k checked blocks of one segment, asking another share when one fails or is slow."""
         geometry = self.verifier.geometry
         assert geometry is not None
+        needed = self.cap.needed
+        await self._activate(needed)
         blocks: dict[int, bytes] = {}
-        while len(blocks) < self.cap.needed:
-            await self._activate(self.cap.needed)
-            wanted = [s for n, s in sorted(self.active.items()) if n not in blocks]
-            reads = [s.read(s.layout.data + segnum * geometry.block_size,  # type: ignore[union-attr]
-                            geometry.block_length(segnum)) for s in wanted]
-            results = await DeferredList([Deferred.fromCoroutine(_await(r)) for r in reads],
-                                         consumeErrors=True)
-            for share, (ok, value) in zip(wanted, results):
-                if not ok:
-                    self._mark_bad(share, value)
+        asked: set[int] = set()
+        answers: DeferredQueue = DeferredQueue()
+        in_flight = 0
+
+        def ask(share: _Share) -> None:
+            nonlocal in_flight
+            asked.add(share.shnum)
+            in_flight += 1
+            d = Deferred.fromCoroutine(_await(share.read(
+                share.layout.data + segnum * geometry.block_size,  # type: ignore[union-attr]
+                geometry.block_length(segnum))))
+            d.addBoth(lambda result: answers.put((share, result)))
+
+        preferred = sorted(self.active.values(), key=lambda s: (s.shnum in self.slow, s.shnum))
+        for share in preferred[:needed]:
+            ask(share)
+        timer = self._clock.callLater(SLOW_READ, answers.put, (None, None))
+        try:
+            while len(blocks) < needed:
+                share, result = await answers.get()
+                if share is None:
+                    # Some block is late: ask one more share, and prefer others from now on.
+                    self.slow.update(n for n in asked if n not in blocks)
+                    spare = await self._spare_share(asked)
+                    if spare is not None:
+                        ask(spare)
                     continue
-                try:
-                    self.verifier.check_block(share.shnum, segnum, value)
-                except BadBlock as error:
-                    self._mark_bad(share, error)
-                    continue
-                blocks[share.shnum] = value
-        return blocks
+                in_flight -= 1
+                if isinstance(result, Failure):
+                    self._mark_bad(share, result)
+                else:
+                    try:
+                        self.verifier.check_block(share.shnum, segnum, result)
+                    except BadBlock as error:
+                        self._mark_bad(share, error)
+                    else:
+                        blocks[share.shnum] = result
+                        continue
+                spare = await self._spare_share(asked)
+                if spare is not None:
+                    ask(spare)
+                elif in_flight == 0 and len(blocks) < needed:
+                    raise NotEnoughSharesError(
+                        f"segment {segnum}: only {len(blocks)} good blocks, needed {needed}"
+                        + "".join(f"; share {n}: {r}" for n, r in sorted(self.corrupt.items())),
+                        len(blocks), needed)
+        finally:
+            if timer.active():
+                timer.cancel()
+        return {n: blocks[n] for n in sorted(blocks)[:needed]}
 
     def _decode(self, segnum: int, blocks: dict[int, bytes]) -> bytes:
         crypttext = self.verifier.decode_segment(segnum, blocks)
