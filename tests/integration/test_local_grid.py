@@ -166,7 +166,7 @@ def test_upload_fails_cleanly_when_four_servers_die(all_servers_back: ProxiedGri
         return not [p for n in grid.storage_nodes
                     for p in (Path(n.node.basedir) / "storage" / "shares" / "incoming").rglob("*")
                     if p.is_file()]
-    wait_until(no_incoming, 15, "incoming shares to be aborted")
+    wait_until(no_incoming, 15, "incoming shares to be aborted", ignore=(FileNotFoundError,))
 
 
 def test_small_upload_takes_two_round_trips(all_servers_back: ProxiedGrid) -> None:

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .errors import UnknownAliasError
+from .errors import CLIError, UnknownAliasError
 
 __all__ = ["DEFAULT_ALIAS", "CAP_PREFIXES", "parse_aliases", "has_cap_prefix", "resolve_path",
-           "percent_quote", "quote_cap", "escape_path"]
+           "resolve_local_or_remote", "percent_quote", "quote_cap", "escape_path", "quote_output",
+           "check_alias_name"]
 
 DEFAULT_ALIAS = "tahoe"
 #: What a cap argument starts with (``ro.``/``imm.`` mark caps found in read-only
@@ -99,6 +100,34 @@ def resolve_path(aliases: Mapping[str, str], argument: str,
     return aliases[alias], path[colon + 1:]
 
 
+def resolve_local_or_remote(aliases: Mapping[str, str], argument: str) -> tuple[str | None, str]:
+    """Like :func:`resolve_path` for ``cp``, where an argument without an alias is local.
+
+    :returns: ``(None, local path)`` for a local argument (no ``:``, or a ``:``
+        only after a ``/``: ``./a:b``, ``/tmp/x``, ``~/f``), else ``(root cap, path)``.
+    :raises UnknownAliasError: for an unknown alias.
+    """
+    path = argument.strip(" ")
+    if not has_cap_prefix(path):
+        colon = path.find(":")
+        if colon == -1 or "/" in path[:colon]:
+            return None, path
+    return resolve_path(aliases, path)
+
+
+def check_alias_name(name: str) -> str:
+    """The alias ``name`` without one trailing ``:``.
+
+    :raises CLIError: if the rest contains a ``:`` or a space (Tahoe's messages).
+    """
+    name = name[:-1] if name.endswith(":") else name
+    if ":" in name:
+        raise CLIError("Alias names cannot contain colons.")
+    if " " in name:
+        raise CLIError("Alias names cannot contain spaces.")
+    return name
+
+
 def percent_quote(text: str, safe: str = "") -> str:
     """Percent-encode the UTF-8 bytes of ``text`` as ``urllib.parse.quote(text, safe)`` does.
 
@@ -120,3 +149,49 @@ def escape_path(path: str) -> str:
     ``føö/bar/☃`` -> ``f%C3%B8%C3%B6/bar/%E2%98%83`` (Tahoe's ``escape_path``).
     """
     return "/".join(percent_quote(segment) for segment in path.split("/"))
+
+
+def _is_plain(character: str, newlines: bool) -> bool:
+    """Whether ``character`` may stand for itself inside single quotes."""
+    code = ord(character)
+    if character == "\n":
+        return not newlines
+    return ((0x20 <= code <= 0x7E and character != "'") or 0xA0 <= code <= 0xD7FF
+            or 0xE000 <= code <= 0xFDCF or 0xFDF0 <= code <= 0xFFFC)
+
+
+def _kept_in_double_quotes(character: str) -> bool:
+    code = ord(character)
+    return (character in " !#" or 0x25 <= code <= 0x5B or 0x5D <= code <= 0x5F
+            or 0x61 <= code <= 0x7E or 0xA0 <= code <= 0xD7FF or 0xE000 <= code <= 0xFDCF
+            or 0xFDF0 <= code <= 0xFFFC)
+
+
+def _escape(character: str, newlines: bool) -> str:
+    if character in '"$`\\':
+        return "\\" + character
+    if (character == "\n" and not newlines) or _kept_in_double_quotes(character):
+        return character
+    code = ord(character)
+    if code > 0xFFFF:
+        return f"\\U{code:08x}"
+    if code > 0xFF:
+        return f"\\u{code:04x}"
+    return f"\\x{code:02x}"
+
+
+def quote_output(text: str, quotemarks: bool = True, quote_newlines: bool | None = None) -> str:
+    """``text`` as Tahoe shows names and paths in messages.
+
+    Text made only of printable characters (no ``'``, and no newline when
+    ``quote_newlines``) is shown in single quotes (without them when
+    ``quotemarks`` is false, unless it starts with ``"``). Anything else goes
+    in double quotes with ``"``, ``$``, `````` ` `````` and ``\\`` backslash-escaped
+    and other unprintable characters as ``\\xNN``, ``\\uNNNN`` or ``\\UNNNNNNNN``.
+
+    :param quote_newlines: whether a newline forces double quotes (default: ``quotemarks``).
+    """
+    newlines = quotemarks if quote_newlines is None else quote_newlines
+    if all(_is_plain(character, newlines) for character in text):
+        return f"'{text}'" if quotemarks or text.startswith('"') else text
+    return '"' + "".join(_escape(character, newlines) for character in text) + '"'

@@ -1,0 +1,152 @@
+"""Memory and CPU of node processes, read from ``/proc`` (Linux).
+
+* RSS: ``VmRSS`` of ``/proc/<pid>/status``; the peak over an interval is the
+  larger of ``VmHWM`` (the kernel's high-water mark, reset at the start of the
+  interval by writing ``5`` to ``/proc/<pid>/clear_refs``) and the largest
+  ``VmRSS`` seen by a thread polling every few milliseconds (in case the
+  reset is not allowed).
+* CPU: ``utime + stime`` of ``/proc/<pid>/stat`` in clock ticks.
+
+A node's PID is the first field of ``running.process`` in its directory
+(both Tahoe 1.20 and we write it); the PID of the ``tahoe run`` process we
+started is the fallback.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+__all__ = ["MemoryWatch", "cpu_seconds", "node_pid", "reset_peak", "rss_mib", "status_kib",
+           "wait_quiet"]
+
+TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
+KIB_PER_MIB = 1024.0
+
+
+def node_pid(basedir: Path, fallback: int) -> int:
+    """The PID in ``basedir/running.process`` (first field), else ``fallback``."""
+    try:
+        return int((basedir / "running.process").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return fallback
+
+
+def status_kib(pid: int, field: str) -> int | None:
+    """A ``kB`` field (``VmRSS``, ``VmHWM``) of ``/proc/<pid>/status``, or None if gone."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def rss_mib(pid: int) -> float | None:
+    """Resident set size of ``pid`` in MiB."""
+    kib = status_kib(pid, "VmRSS")
+    return None if kib is None else kib / KIB_PER_MIB
+
+
+def reset_peak(pid: int) -> bool:
+    """Reset the kernel's ``VmHWM`` of ``pid`` to its current RSS; False if not allowed."""
+    try:
+        with open(f"/proc/{pid}/clear_refs", "w") as clear:
+            clear.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds ``pid`` has used so far, or None if it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS_PER_SECOND
+
+
+class MemoryWatch:
+    """Peak RSS of one process between :meth:`start` and :meth:`stop`.
+
+    :param pid: the process.
+    :param interval: seconds between ``VmRSS`` polls.
+    """
+
+    def __init__(self, pid: int, interval: float = 0.01) -> None:
+        self.pid = pid
+        self.interval = interval
+        self.before_mib: float | None = None
+        self.peak_mib: float | None = None
+        self.hwm_reset = False
+        self._max_kib = 0
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> MemoryWatch:
+        """Record the RSS now, reset the high-water mark and start polling."""
+        self.before_mib = rss_mib(self.pid)
+        self.hwm_reset = reset_peak(self.pid)
+        self._thread = threading.Thread(target=self._poll, name=f"rss-{self.pid}", daemon=True)
+        self._thread.start()
+        return self
+
+    def _poll(self) -> None:
+        while not self._done.is_set():
+            kib = status_kib(self.pid, "VmRSS")
+            if kib is not None:
+                self._max_kib = max(self._max_kib, kib)
+            self._done.wait(self.interval)
+
+    def stop(self) -> float | None:
+        """Stop polling; return the peak RSS in MiB."""
+        self._done.set()
+        if self._thread is not None:
+            self._thread.join()
+        peaks = [self._max_kib]
+        if self.hwm_reset:
+            peaks.append(status_kib(self.pid, "VmHWM") or 0)
+        self.peak_mib = max(peaks) / KIB_PER_MIB if max(peaks) else None
+        return self.peak_mib
+
+    def __enter__(self) -> MemoryWatch:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def cpu_over(pids: Sequence[int], window: float,
+             wait: Callable[[float], None] = time.sleep) -> list[float | None]:
+    """Each process's CPU use over ``window`` seconds, as a percentage of one core."""
+    before = [cpu_seconds(pid) for pid in pids]
+    started = time.monotonic()
+    wait(window)
+    elapsed = time.monotonic() - started
+    after = [cpu_seconds(pid) for pid in pids]
+    return [None if b is None or a is None else 100.0 * (a - b) / elapsed
+            for b, a in zip(before, after)]
+
+
+def wait_quiet(pids: Sequence[int], *, threshold_pct: float = 10.0, window: float = 0.25,
+               timeout: float = 20.0) -> float:
+    """Wait until the processes together use less than ``threshold_pct`` of a core.
+
+    Polls in windows of ``window`` seconds with a deadline; used after a grid
+    starts (connections, announcements) so that measurements start on a
+    quiet grid.
+
+    :returns: seconds waited (``timeout`` if the grid never got quiet).
+    """
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        usage = cpu_over(pids, window)
+        if sum(u or 0.0 for u in usage) < threshold_pct:
+            break
+    return time.monotonic() - started
