@@ -28,7 +28,8 @@ WRITEKEY_TO_READKEY_TAG = b"allmydata_mutable_writekey_to_readkey_v1"
 
 _KEY = r"[a-z2-7]{26}"
 _HASH = r"[a-z2-7]{52}"
-_MUTABLE = re.compile(rf"URI:(DIR2|DIR2-RO|DIR2-MDMF|DIR2-MDMF-RO):({_KEY}):({_HASH})((?::[^:]*)*)")
+_MUTABLE = re.compile(
+    rf"URI:(DIR2|DIR2-RO|DIR2-MDMF|DIR2-MDMF-RO):({_KEY}):({_HASH})((?::[^:]*)*)")
 _CHK = re.compile(rf"URI:DIR2-CHK:{_KEY}:{_HASH}:[0-9]+:[0-9]+:[0-9]+")
 _LIT = re.compile(r"URI:DIR2-LIT:[a-z2-7]*")
 _READ_ONLY_OF = {"DIR2": "DIR2-RO", "DIR2-MDMF": "DIR2-MDMF-RO"}

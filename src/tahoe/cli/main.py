@@ -31,6 +31,16 @@ SUBCOMMANDS: Mapping[str, str] = {
     "run": "tahoe.cli.run",
     "put": "tahoe.cli.put",
     "get": "tahoe.cli.get",
+    "mkdir": "tahoe.cli.mkdir",
+    "add-alias": "tahoe.cli.add_alias",
+    "create-alias": "tahoe.cli.create_alias",
+    "list-aliases": "tahoe.cli.list_aliases",
+    "ls": "tahoe.cli.ls",
+    "cp": "tahoe.cli.cp",
+    "unlink": "tahoe.cli.unlink",
+    "rm": "tahoe.cli.rm",
+    "mv": "tahoe.cli.mv",
+    "ln": "tahoe.cli.ln",
     "grid": "tahoe.cli.grid",
 }
 _SUMMARIES = {
@@ -40,6 +50,16 @@ _SUMMARIES = {
     "run": "Run a node in the foreground.",
     "put": "Upload a file into the grid.",
     "get": "Download a file from the grid.",
+    "mkdir": "Create a new directory.",
+    "add-alias": "Add a new alias cap.",
+    "create-alias": "Create a new alias cap.",
+    "list-aliases": "List all alias caps.",
+    "ls": "List a directory.",
+    "cp": "Copy one or more files or directories.",
+    "unlink": "Unlink a file or directory on the grid.",
+    "rm": "Unlink a file or directory on the grid (same as unlink).",
+    "mv": "Move a file within the grid.",
+    "ln": "Make an additional link to an existing file or directory.",
     "grid": "Start, stop or inspect a local grid of nodes on 127.0.0.1.",
 }
 _FLAGS = frozenset({"-V", "--version", "--version-and-path", "-h", "--help", "-q", "--quiet"})
@@ -47,7 +67,8 @@ _VALUE_OPTIONS = frozenset({"--node-directory", "--wormhole-server", "--wormhole
                             "--eliot-destination"})
 EXIT_USAGE = 1
 #: Subcommands whose parsers accept a (hidden) ``--quiet`` forwarded from the global ``-q``.
-_TAKES_QUIET = frozenset({"put", "get"})
+_TAKES_QUIET = frozenset({"put", "get", "mkdir", "add-alias", "create-alias", "list-aliases",
+                          "ls", "cp", "unlink", "rm", "mv", "ln"})
 
 
 class _UsageError(Exception):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 
 from .aliases import escape_path, quote_cap
@@ -15,7 +15,7 @@ from .errors import CLIError, HTTPStatusError
 from .gateway import ArgumentParser, Body, Gateway, HelpShown, add_gateway_options, report
 
 __all__ = ["ERROR_BODY_LIMIT", "object_path", "call", "call_ok", "get_json", "new_parser",
-           "run_command"]
+           "run_command", "write_line"]
 
 #: The most of an error body kept for a message.
 ERROR_BODY_LIMIT = 1024 * 1024
@@ -69,7 +69,7 @@ def get_json(gateway: Gateway, relative: str, context: str) -> Any:
 
 
 def new_parser(stdout: TextIO, name: str, arguments: str, description: str) -> ArgumentParser:
-    """A parser for ``tahoe NAME`` with the gateway options (``-u``, ``--dir-cap``, ``-d``, ``-q``)."""
+    """A parser for ``tahoe NAME`` with the gateway options (``-u``, ``--dir-cap``, ``-d``)."""
     parser = ArgumentParser(stdout, prog=f"tahoe {name}",
                             usage=f"tahoe [global-options] {name} [options] {arguments}".rstrip(),
                             description=description,
@@ -97,8 +97,3 @@ def write_line(stream: TextIO, text: str) -> None:
     """Write ``text`` and a newline, then flush."""
     stream.write(text + "\n")
     stream.flush()
-
-
-def env_home(env: Mapping[str, str]) -> str | None:
-    """``HOME`` from ``env`` (for ``~`` in local paths), or None."""
-    return env.get("HOME") or None
