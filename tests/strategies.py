@@ -41,3 +41,40 @@ def literal_caps() -> st.SearchStrategy[LiteralCap]:
 def immutable_caps() -> st.SearchStrategy[CHKReadCap | CHKVerifyCap | LiteralCap]:
     """Any immutable cap."""
     return st.one_of(chk_read_caps(), chk_verify_caps(), literal_caps())
+
+
+# --- mutable files and directories ------------------------------------------------------------
+
+from tahoe.caps.dirnode import DirectoryCap  # noqa: E402
+from tahoe.caps.mutable import (MDMFReadCap, MDMFVerifyCap, MDMFWriteCap, SSKReadCap,  # noqa: E402
+                                SSKVerifyCap, SSKWriteCap)
+
+MUTABLE_CAP_CLASSES = (SSKWriteCap, SSKReadCap, SSKVerifyCap, MDMFWriteCap, MDMFReadCap,
+                       MDMFVerifyCap)
+
+
+def mutable_caps() -> st.SearchStrategy:
+    """Any of the six mutable file caps, with random keys and fingerprints."""
+    return st.builds(lambda cls, first, fingerprint: cls(first, fingerprint),
+                     st.sampled_from(MUTABLE_CAP_CLASSES), st.binary(min_size=16, max_size=16),
+                     st.binary(min_size=32, max_size=32))
+
+
+def directory_caps() -> st.SearchStrategy[DirectoryCap]:
+    """Directory caps of all nine kinds."""
+    return st.builds(DirectoryCap, st.one_of(mutable_caps(), immutable_caps()))
+
+
+def json_metadata() -> st.SearchStrategy[dict]:
+    """JSON objects as clients put in link metadata (finite numbers, nested a little)."""
+    scalars = st.one_of(st.none(), st.booleans(), st.integers(-2 ** 63, 2 ** 63),
+                        st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=12))
+    values = st.recursive(scalars, lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)),
+        max_leaves=6)
+    return st.dictionaries(st.text(max_size=10), values, max_size=4)
+
+
+def child_names() -> st.SearchStrategy[str]:
+    """Child names: any non-empty text without lone surrogates."""
+    return st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=20)

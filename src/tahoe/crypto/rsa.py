@@ -1,0 +1,162 @@
+"""RSA-2048 keys and RSASSA-PSS signatures of mutable files, over pycryptodome.
+
+Follows ``reference/mutable-dirnodes.md`` §2.1 and §2.3 (see
+``docs/formats/mutable-files.md``):
+
+* signing ("private") keys are PKCS#8 ``PrivateKeyInfo`` DER, verifying
+  ("public") keys X.509 ``SubjectPublicKeyInfo`` DER;
+* the modulus must be exactly 2048 bits; any public exponent is accepted
+  (keys made before Tahoe 1.14 often use e = 17);
+* signatures are RSASSA-PSS with SHA-256, MGF1-SHA-256 and a 32-byte salt.
+
+The DER bytes a key was loaded from are kept verbatim: a mutable file's
+writekey is a hash of them, so they must never be re-serialized.
+
+This module draws no randomness of its own: key generation and signing
+take an optional ``randfunc`` (``n -> n random bytes``); when it is left
+out, pycryptodome's own generator (the OS's) is used.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from attrs import field, frozen
+from Crypto.Hash import SHA256
+from Crypto.PublicKey import RSA
+from Crypto.Signature import pss
+
+KEY_BITS = 2048
+SIGNATURE_SIZE = KEY_BITS // 8
+PSS_SALT_SIZE = 32
+DEFAULT_EXPONENT = 65537
+
+RandFunc = Callable[[int], bytes]
+
+
+class RSAError(ValueError):
+    """Root of the errors raised by this module."""
+
+
+class BadRSAKey(RSAError):
+    """Bytes that are not an acceptable RSA key (not DER, not RSA, or not 2048 bits)."""
+
+
+class BadSignature(RSAError):
+    """A signature does not verify under the given verifying key."""
+
+
+def _import(der: bytes, want_private: bool) -> RSA.RsaKey:
+    what = "signing (private)" if want_private else "verifying (public)"
+    if not isinstance(der, bytes):
+        raise BadRSAKey(f"an RSA {what} key must be given as DER bytes")
+    try:
+        key = RSA.import_key(der)
+    except (ValueError, IndexError, TypeError):
+        raise BadRSAKey(f"the bytes are not a DER-encoded RSA {what} key") from None
+    if key.has_private() != want_private:
+        raise BadRSAKey(f"expected an RSA {what} key")
+    bits = key.size_in_bits()
+    if bits != KEY_BITS:
+        raise BadRSAKey(f"RSA keys of mutable files must be {KEY_BITS} bits, not {bits}")
+    return key
+
+
+@frozen
+class VerifyingKey:
+    """An RSA-2048 public key, with the SubjectPublicKeyInfo DER it was read from.
+
+    :ivar der: the exact DER bytes (their hash is the file's fingerprint).
+    """
+
+    der: bytes
+    _key: RSA.RsaKey = field(eq=False, repr=False)
+
+    @classmethod
+    def from_der(cls, der: bytes) -> "VerifyingKey":
+        """Load a verifying key from DER.
+
+        :raises BadRSAKey: if ``der`` is not a 2048-bit RSA public key.
+        """
+        return cls(der, _import(der, want_private=False))
+
+    @property
+    def public_exponent(self) -> int:
+        """The public exponent e (65537 for new keys, often 17 for old ones)."""
+        return int(self._key.e)
+
+    def verify(self, message: bytes, signature: bytes) -> None:
+        """Check an RSASSA-PSS (SHA-256, MGF1, 32-byte salt) signature over ``message``.
+
+        :raises BadSignature: if it does not verify.
+        """
+        if not isinstance(signature, bytes) or len(signature) != SIGNATURE_SIZE:
+            raise BadSignature(f"a signature must be {SIGNATURE_SIZE} bytes")
+        try:
+            pss.new(self._key, salt_bytes=PSS_SALT_SIZE).verify(SHA256.new(message), signature)
+        except (ValueError, TypeError):
+            raise BadSignature("RSA-PSS signature does not verify") from None
+
+    def is_valid(self, message: bytes, signature: bytes) -> bool:
+        """Tell whether ``signature`` is a valid signature over ``message``."""
+        try:
+            self.verify(message, signature)
+        except BadSignature:
+            return False
+        return True
+
+
+@frozen
+class SigningKey:
+    """An RSA-2048 private key, with the PKCS#8 DER it was read from (its identity).
+
+    :ivar der: the exact PKCS#8 DER bytes; never shown in ``repr``.
+    """
+
+    der: bytes = field(repr=False)
+    _key: RSA.RsaKey = field(eq=False, repr=False)
+
+    @classmethod
+    def from_der(cls, der: bytes) -> "SigningKey":
+        """Load a signing key from (PKCS#8) DER, keeping the bytes as given.
+
+        :raises BadRSAKey: if ``der`` is not a 2048-bit RSA private key.
+        """
+        return cls(der, _import(der, want_private=True))
+
+    def verifying_key(self) -> VerifyingKey:
+        """The matching verifying key, serialized as SubjectPublicKeyInfo DER."""
+        public = self._key.publickey()
+        return VerifyingKey(public.export_key("DER"), public)
+
+    def sign(self, message: bytes, salt: bytes | None = None,
+             randfunc: RandFunc | None = None) -> bytes:
+        """Sign ``message`` with RSASSA-PSS (SHA-256, MGF1-SHA-256, 32-byte salt).
+
+        :param salt: a fixed 32-byte PSS salt, to reproduce test vectors;
+            normally left out so that a random one is drawn.
+        :param randfunc: where the random salt comes from; pycryptodome's
+            generator when None.
+        :returns: the 256-byte signature.
+        :raises ValueError: if ``salt`` is given and is not 32 bytes.
+        """
+        if salt is not None:
+            if len(salt) != PSS_SALT_SIZE:
+                raise ValueError(f"a PSS salt must be {PSS_SALT_SIZE} bytes")
+            fixed = salt
+
+            def randfunc(count: int) -> bytes:
+                return fixed[:count]
+        signer = pss.new(self._key, salt_bytes=PSS_SALT_SIZE, rand_func=randfunc)
+        return signer.sign(SHA256.new(message))  # type: ignore[no-any-return]
+
+
+def generate_signing_key(randfunc: RandFunc | None = None,
+                         public_exponent: int = DEFAULT_EXPONENT) -> SigningKey:
+    """Make a new RSA-2048 key pair (about 0.1-1 s of CPU: call it from a thread).
+
+    :param randfunc: ``n -> n random bytes``; pycryptodome's generator when None.
+    :param public_exponent: e; Tahoe uses 65537 for new keys.
+    :returns: the signing key, serialized once as PKCS#8 DER.
+    """
+    key = RSA.generate(KEY_BITS, randfunc=randfunc, e=public_exponent)
+    return SigningKey(key.export_key("DER", pkcs=8), key)
