@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test interop-env bench bench-core run clean
+.PHONY: test interop-env system-packages bench bench-core run clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -18,8 +18,12 @@ $(STAMP): $(BIN)/python setup.py
 interop-env:
 	sh misc/interop/install-tahoe-1.20.sh >/dev/null
 
+## system-packages: Debian packages the tests use (munin-node, for munin-run); as root, quick when present
+system-packages:
+	sh misc/ci/install-system-packages.sh
+
 ## test: install into .venv if needed, then run the whole test suite (interop included)
-test: $(STAMP) interop-env
+test: $(STAMP) interop-env system-packages
 	$(BIN)/python -m pytest -q tests
 
 ## bench-core: encode throughput of the pure core (64 MiB) against zfec and AES alone

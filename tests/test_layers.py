@@ -21,6 +21,7 @@ CORE_FILES = [
     *(f"node/{name}.py" for name in ("__init__", "errors", "config", "values", "yaml_files")),
     "web/__init__.py", "web/json_shapes.py",
     "cli/aliases.py", "cli/errors.py",
+    *(f"stats/{name}.py" for name in ("__init__", "samples", "registry", "cpu", "openmetrics")),
 ]
 CORE_MODULES = sorted({*(p for pkg in CORE_PACKAGES for p in (SRC / pkg).rglob("*.py")),
                        *(SRC / name for name in CORE_FILES)})

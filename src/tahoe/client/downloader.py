@@ -35,6 +35,7 @@ from ..immutable.layout import MAX_HEADER_SIZE, ShareLayout, layout_for, parse_h
 from ..immutable.params import DEFAULT_MAX_SEGMENT_SIZE, SegmentGeometry
 from ..immutable.ueb import serialized_length
 from ..immutable.verifier import FileVerifier
+from ..stats.registry import Statistics
 from .broker import StorageBroker, StorageServerHandle
 from .errors import NoSharesError, NotEnoughSharesError
 from .placement import permuted_ring
@@ -84,9 +85,11 @@ class FileDownload:
     :param broker: the connected storage servers.
     """
 
-    def __init__(self, cap: CHKReadCap, broker: StorageBroker) -> None:
+    def __init__(self, cap: CHKReadCap, broker: StorageBroker,
+                 stats: Statistics | None = None) -> None:
         self.cap = cap
         self.broker = broker
+        self._stats = stats
         self.verifier = FileVerifier(cap)
         self.si = cap.storage_index
         self.candidates: list[_Share] = []
@@ -331,6 +334,12 @@ class FileDownload:
         size = self.cap.size
         end = size if length is None else min(size, offset + max(0, length))
         offset = max(0, offset)
+        # statistics (reference/frontends.md §5): every read call, with its bytes
+        timer = None
+        if self._stats is not None:
+            self._stats.count("downloader.files_downloaded")
+            self._stats.count("downloader.bytes_downloaded", max(0, end - offset))
+            timer = self._stats.timer()
         if offset >= end:
             return
         await self._ensure_open()
@@ -352,6 +361,8 @@ class FileDownload:
                 plain = self._decode(segnum, blocks)
             start = geometry.segment_offset(segnum)
             yield plain[max(0, offset - start):end - start]
+        if timer is not None:
+            timer.done("downloader.latencies.read", "downloader.rates.read", end - offset)
 
 
 async def _await(d: Any) -> Any:
@@ -361,9 +372,10 @@ async def _await(d: Any) -> Any:
 class Downloader:
     """Opens downloads of immutable files through the broker's servers."""
 
-    def __init__(self, broker: StorageBroker) -> None:
+    def __init__(self, broker: StorageBroker, stats: Statistics | None = None) -> None:
         self._broker = broker
+        self._stats = stats
 
     def open(self, cap: CHKReadCap) -> FileDownload:
         """A download of ``cap`` (nothing is fetched until it is read)."""
-        return FileDownload(cap, self._broker)
+        return FileDownload(cap, self._broker, self._stats)

@@ -23,11 +23,13 @@ from ..introducer.announcement import (VerifiedAnnouncement, permutation_seed, s
 from ..introducer.client import IntroducerClient
 from ..introducer.errors import IntroducerError
 from ..introducer.server import IntroducerService
+from ..stats.node import NodeStatistics
 from ..storage.rpc import StorageServerRPC
 from ..storage.server import StorageServer
 from ..util.errors import EncodingError
 from ..util.furl import parse_furl
 from ..web.root import IntroducerWelcomeResource, WelcomeResource
+from ..web.statistics import StatisticsResource
 from ..web.unlinked import URIResource
 from ..web.server import start_web_server
 from .config import INTRODUCER
@@ -103,6 +105,7 @@ class Node:
         self.storage_client_tub: Tub | None = None
         self.client: ClientServices | None = None
         self.web_port: Any = None
+        self.stats: NodeStatistics | None = None
         self.nickname = "" if self.config.nickname == "<unspecified>" else self.config.nickname
 
     @property
@@ -137,6 +140,9 @@ class Node:
     async def _start_client(self) -> None:
         assert self.tub is not None
         tub = self.tub
+        # statistics (/statistics): created first, so every service can count into it
+        self.stats = NodeStatistics(self.reactor)
+        self.stats.start()
         key = load_or_create_signing_key(self.basedir)
         self.signing_key = key
         # Storage servers are reached from a Tub of their own, as in Tahoe 1.20: with
@@ -151,7 +157,9 @@ class Node:
         assert self.nodedir.lease_secret is not None
         self.client = ClientServices(broker, self.nodedir.lease_secret,
                                      self.nodedir.convergence_secret or b"",
-                                     self.config.client.encoding_parameters(), self.reactor)
+                                     self.config.client.encoding_parameters(), self.reactor,
+                                     stats=self.stats.statistics)
+        self.client.start()
         for server in self.nodedir.static_servers:
             self._add_server(server.server_id, dict(server.announcement), static=True)
 
@@ -176,9 +184,10 @@ class Node:
             root = WelcomeResource(
                 lambda: [c.status() for c in self.introducer_clients],
                 broker.summaries, (self.nickname, nodeid))
-            uri = URIResource(self.client)
+            uri = URIResource(self.client, self.config.client.mutable_format)
             root.putChild(b"uri", uri)
             root.putChild(b"cap", uri)
+            root.putChild(b"statistics", StatisticsResource(self.stats.document))
             self.web_port = await start_web_server(self.reactor, self.config.web_port, root,
                                                    self.basedir)
 
@@ -194,7 +203,10 @@ class Node:
             application_version=APPLICATION_VERSION.encode("ascii"),
             reserved_space=storage.reserved_space, readonly=storage.readonly,
             debug_discard=storage.debug_discard)
-        furl = register_persistent(self.tub, StorageServerRPC(self.storage_server),
+        assert self.stats is not None
+        self.stats.add_storage_server(self.storage_server, storage_dir)
+        furl = register_persistent(self.tub, StorageServerRPC(self.storage_server,
+                                                              self.stats.statistics),
                                    self.basedir / "private" / "storage.furl")
         ann = storage_announcement(nickname=self.nickname, furl=furl,
                                    permutation_seed_base32=seed,
@@ -218,6 +230,8 @@ class Node:
 
     async def stop(self) -> None:
         """Stop listening and connecting."""
+        if self.stats is not None:
+            self.stats.stop()
         for client in self.introducer_clients:
             client.stop()
         if self.broker is not None:

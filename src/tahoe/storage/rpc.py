@@ -11,8 +11,11 @@ from typing import Any
 from foolscap.api import Referenceable
 from zope.interface import implementer
 
+from ..stats.registry import Statistics, storage_operation
 from .bucket import BucketReader, BucketWriter
+from .immutable_container import HEADER_SIZE
 from .interfaces import RIBucketReader, RIBucketWriter, RIStorageServer
+from .leases import IMMUTABLE_LEASE_SIZE
 from .server import StorageServer
 
 
@@ -20,23 +23,32 @@ from .server import StorageServer
 class BucketWriterRPC(Referenceable):  # type: ignore[misc]
     """One bucket writer, aborted if its uploader disconnects before ``close``."""
 
-    def __init__(self, writer: BucketWriter, canary: Any) -> None:
+    def __init__(self, writer: BucketWriter, canary: Any,
+                 stats: Statistics | None = None) -> None:
         self._writer = writer
         self._canary = canary
+        self._stats = stats
         self._marker = canary.notifyOnDisconnect(self._disconnected)
 
     def remote_write(self, offset: int, data: bytes) -> None:
         """Store share data at ``offset``."""
-        self._writer.write(offset, data)
+        with storage_operation(self._stats, "write"):
+            self._writer.write(offset, data)
 
     def remote_close(self) -> None:
         """Make the share visible."""
-        self._writer.close()
+        with storage_operation(self._stats, "close"):
+            self._writer.close()
+        if self._stats is not None:
+            # The share file's size: header, data, and the lease made at allocation.
+            self._stats.count("storage_server.bytes_added",
+                              HEADER_SIZE + self._writer.allocated_size + IMMUTABLE_LEASE_SIZE)
         self._forget_canary()
 
     def remote_abort(self) -> None:
         """Discard the share."""
-        self._writer.abort()
+        with storage_operation(self._stats, "abort"):
+            self._writer.abort()
         self._forget_canary()
 
     def _disconnected(self) -> None:
@@ -53,12 +65,14 @@ class BucketWriterRPC(Referenceable):  # type: ignore[misc]
 class BucketReaderRPC(Referenceable):  # type: ignore[misc]
     """Reads one finished share."""
 
-    def __init__(self, reader: BucketReader) -> None:
+    def __init__(self, reader: BucketReader, stats: Statistics | None = None) -> None:
         self._reader = reader
+        self._stats = stats
 
     def remote_read(self, offset: int, length: int) -> bytes:
         """Share bytes, cut short at the end."""
-        return self._reader.read(offset, length)
+        with storage_operation(self._stats, "read"):
+            return self._reader.read(offset, length)
 
     def remote_advise_corrupt_share(self, reason: bytes) -> None:
         """Record a client's corruption report."""
@@ -67,10 +81,14 @@ class BucketReaderRPC(Referenceable):  # type: ignore[misc]
 
 @implementer(RIStorageServer)
 class StorageServerRPC(Referenceable):  # type: ignore[misc]
-    """The object behind ``private/storage.furl``."""
+    """The object behind ``private/storage.furl``.
 
-    def __init__(self, server: StorageServer) -> None:
+    :param stats: where operations are counted and timed (``storage_server.*``).
+    """
+
+    def __init__(self, server: StorageServer, stats: Statistics | None = None) -> None:
         self._server = server
+        self._stats = stats
 
     def remote_get_version(self) -> dict:
         """Tahoe's version dict (bytes keys)."""
@@ -80,32 +98,37 @@ class StorageServerRPC(Referenceable):  # type: ignore[misc]
                                 cancel_secret: bytes, sharenums: set[int], allocated_size: int,
                                 canary: Any) -> tuple[set[int], dict[int, BucketWriterRPC]]:
         """Renew leases on shares held, and create writers for the new ones that fit."""
-        alreadygot, writers = self._server.allocate_buckets(
-            storage_index, renew_secret, cancel_secret, sharenums, allocated_size)
-        return set(alreadygot), {shnum: BucketWriterRPC(writer, canary)
+        with storage_operation(self._stats, "allocate"):
+            alreadygot, writers = self._server.allocate_buckets(
+                storage_index, renew_secret, cancel_secret, sharenums, allocated_size)
+        return set(alreadygot), {shnum: BucketWriterRPC(writer, canary, self._stats)
                                  for shnum, writer in writers.items()}
 
     def remote_add_lease(self, storage_index: bytes, renew_secret: bytes,
                          cancel_secret: bytes) -> None:
         """Renew or add a lease on every share of the storage index."""
-        self._server.add_lease(storage_index, renew_secret, cancel_secret)
+        with storage_operation(self._stats, "add-lease"):
+            self._server.add_lease(storage_index, renew_secret, cancel_secret)
 
     def remote_get_buckets(self, storage_index: bytes) -> dict[int, BucketReaderRPC]:
         """Readers for every finished share of the storage index."""
-        return {shnum: BucketReaderRPC(reader)
-                for shnum, reader in self._server.get_buckets(storage_index).items()}
+        with storage_operation(self._stats, "get"):
+            readers = self._server.get_buckets(storage_index)
+        return {shnum: BucketReaderRPC(reader, self._stats) for shnum, reader in readers.items()}
 
     def remote_slot_readv(self, storage_index: bytes, shares: list[int],
                           readv: list[tuple[int, int]]) -> dict[int, list[bytes]]:
         """Read vectors from mutable shares."""
-        return self._server.slot_readv(storage_index, shares, readv)
+        with storage_operation(self._stats, "readv"):
+            return self._server.slot_readv(storage_index, shares, readv)
 
     def remote_slot_testv_and_readv_and_writev(self, storage_index: bytes, secrets: tuple,
                                                tw_vectors: dict, r_vector: list
                                                ) -> tuple[bool, dict[int, list[bytes]]]:
         """The one mutable write: test, read, then write if every test passed."""
-        return self._server.slot_testv_and_readv_and_writev(storage_index, secrets, tw_vectors,
-                                                            r_vector)
+        with storage_operation(self._stats, "writev"):
+            return self._server.slot_testv_and_readv_and_writev(storage_index, secrets,
+                                                                tw_vectors, r_vector)
 
     def remote_advise_corrupt_share(self, share_type: bytes, storage_index: bytes, shnum: int,
                                     reason: bytes) -> None:

@@ -1,0 +1,55 @@
+#!/bin/sh
+# Install the Debian packages the test suite needs beyond Python:
+#
+#   munin-node   munin-run, to run misc/munin/ plugins as munin does
+#                (tests/integration/test_munin.py)
+#
+# systemd-analyze (package systemd) is used when present
+# (tests/shell/test_systemd_unit.py) and is not installed here.
+#
+#   sh misc/ci/install-system-packages.sh     # as root; a no-op when installed
+#
+# Idempotent and quick: when munin-run is already there it only makes sure no
+# munin-node daemon was left running by the package's install scripts.
+# Needs root (apt-get); without root it prints what to run and exits 1.
+set -eu
+
+say() { echo "install-system-packages: $*" >&2; }
+
+# The package's postinst may start the munin-node daemon (it does where the
+# init system runs services and no policy-rc.d forbids it).  The tests only
+# need munin-run, so a daemon started that way is stopped again, by the PID it
+# recorded and only if that PID really is munin-node.
+stop_daemon() {
+    for pidfile in /run/munin/munin-node.pid /var/run/munin/munin-node.pid; do
+        [ -r "$pidfile" ] || continue
+        pid=$(tr -cd '0-9' < "$pidfile")
+        [ -n "$pid" ] || continue
+        if [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' < "/proc/$pid/cmdline" | grep -q munin-node; then
+            say "stopping the munin-node daemon (pid $pid) started by the package"
+            kill "$pid" 2>/dev/null || true
+            i=0
+            while [ -d "/proc/$pid" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+        fi
+        rm -f "$pidfile"
+    done
+}
+
+if command -v munin-run >/dev/null 2>&1 || [ -x /usr/sbin/munin-run ]; then
+    stop_daemon
+    exit 0
+fi
+
+if [ "$(id -u)" != 0 ]; then
+    say "munin-run is missing; run as root: apt-get install -y --no-install-recommends munin-node"
+    exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+say "installing munin-node"
+if ! apt-get install -y -q --no-install-recommends munin-node >/dev/null 2>&1; then
+    apt-get update -q >/dev/null
+    apt-get install -y -q --no-install-recommends munin-node >/dev/null
+fi
+stop_daemon
+[ -x /usr/sbin/munin-run ] || { say "munin-run still missing after install"; exit 1; }

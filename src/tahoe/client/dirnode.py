@@ -1,0 +1,175 @@
+"""Directories on the grid: list them, and change them by read-modify-write.
+
+A mutable directory is a mutable file whose plaintext is the packed child
+table (:mod:`tahoe.dirnode`); an immutable one is a CHK or LIT file.
+Changes to one directory through this node are **coalesced**: while one
+publish is in flight, further changes queue up and are applied together,
+in order, in the next read-modify-write. Twenty concurrent ``PUT``\\s into a
+directory thus cost a few publishes, not twenty, and no update is lost; a
+race with another node is retried on a fresh servermap
+(:meth:`~tahoe.client.mutable.MutableFileNode.modify`).
+
+Facts: ``reference/mutable-dirnodes.md`` §7.5 and §8-§9.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from twisted.internet.defer import Deferred
+
+from ..caps.dirnode import DirectoryCap
+from ..caps.immutable import CHKReadCap, LiteralCap
+from ..caps.mutable import MDMFWriteCap, MutableFormat, SSKWriteCap
+from ..dirnode.children import ChildNode
+from ..dirnode.errors import DirnodeError, NotWriteableError
+from ..dirnode.packing import Entry, pack_children, pack_new_directory, unpack_children
+from ..mutable.keys import MutableKeys
+from .mutable import MutableClient, MutableFileNode
+from .uploadable import BytesUploadable
+
+Children = dict[str, Entry]
+#: A change: given the current table and whether this is the first attempt,
+#: return the new table (or None for no change) and the caller's result.
+Change = Callable[[Children, bool], tuple[Children | None, Any]]
+
+
+class DirectoryClient:
+    """Creates and opens directories.
+
+    :param files: what uploads and downloads immutable files (``ClientServices``).
+    """
+
+    def __init__(self, mutable: MutableClient, files: Any) -> None:
+        self.mutable = mutable
+        self.files = files
+        self._nodes: dict[str, DirectoryNode] = {}
+
+    @property
+    def clock(self) -> Any:
+        """The reactor's clock (link times)."""
+        return self.mutable.clock
+
+    def open(self, cap: DirectoryCap) -> "DirectoryNode":
+        """The node of a directory; one per cap string, so this node's changes coalesce."""
+        key = cap.to_string()
+        node = self._nodes.get(key)
+        if node is None:
+            node = DirectoryNode(self, cap)
+            self._nodes[key] = node
+        return node
+
+    async def create(self, children: Mapping[str, tuple[ChildNode, Mapping[str, Any]]]
+                     | None = None, file_format: MutableFormat = MutableFormat.SDMF
+                     ) -> DirectoryCap:
+        """A new mutable directory (with initial children); returns its write cap."""
+        key = await self.mutable.keypool.get()
+        keys = MutableKeys.from_signing_key(key)
+        data = pack_new_directory(children or {}, keys.writekey)
+        file_cap = await self.mutable.create(data, file_format, signing_key=key)
+        return DirectoryCap(file_cap)
+
+    async def create_immutable(self, children: Mapping[str, tuple[ChildNode, Mapping[str, Any]]]
+                               ) -> DirectoryCap:
+        """A new immutable directory (every child must be immutable)."""
+        data = pack_new_directory(children, None, deep_immutable=True)
+        result = await self.files.upload(BytesUploadable(data))
+        return DirectoryCap(result.cap)
+
+
+class DirectoryNode:
+    """One directory, read through its cap and (if writable) changed in place."""
+
+    def __init__(self, client: DirectoryClient, cap: DirectoryCap) -> None:
+        self.client = client
+        self.cap = cap
+        inner = cap.file_cap
+        self.is_mutable = cap.is_mutable
+        self.is_readonly = cap.is_readonly
+        self.writekey: bytes | None = inner.writekey \
+            if isinstance(inner, (SSKWriteCap, MDMFWriteCap)) else None
+        self.file: MutableFileNode | None = client.mutable.open(inner) if self.is_mutable \
+            else None
+        self._queue: list[tuple[Change, Deferred]] = []
+        self._flushing = False
+
+    async def read_bytes(self) -> bytes:
+        """The directory's packed plaintext."""
+        inner = self.cap.file_cap
+        if self.file is not None:
+            return await self.file.read()
+        if isinstance(inner, LiteralCap):
+            return inner.data
+        assert isinstance(inner, CHKReadCap)
+        return b"".join([chunk async for chunk in self.client.files.download(inner).read()])
+
+    async def list(self) -> Children:
+        """Name -> entry, for every child.
+
+        :raises CorruptDirectory: when the contents cannot be parsed.
+        """
+        data = await self.read_bytes()
+        return unpack_children(data, self.writekey, mutable=self.is_mutable)
+
+    async def change(self, change: Change) -> Any:
+        """Apply one change (queued and coalesced with others); returns its result.
+
+        :raises NotWriteableError: for a read-only or immutable directory.
+        :raises DirnodeError: as the change raises it (other changes in the batch still apply).
+        """
+        if self.file is None or self.writekey is None:
+            raise NotWriteableError("this directory cannot be changed through a read-only "
+                                    "or immutable cap")
+        d: Deferred = Deferred()
+        self._queue.append((change, d))
+        if not self._flushing:
+            Deferred.fromCoroutine(self._flush())
+        return await d
+
+    async def _flush(self) -> None:
+        self._flushing = True
+        try:
+            while self._queue:
+                batch, self._queue = self._queue, []
+                await self._apply(batch)
+        finally:
+            self._flushing = False
+
+    async def _apply(self, batch: list[tuple[Change, Deferred]]) -> None:
+        assert self.file is not None and self.writekey is not None
+        writekey = self.writekey
+        outcomes: list[tuple[bool, Any]] = []
+
+        def modifier(old: bytes, first_time: bool) -> bytes | None:
+            outcomes.clear()
+            children = unpack_children(old, writekey, mutable=True)
+            changed = False
+            for change, _ in batch:
+                try:
+                    new, result = change(children, first_time)
+                except DirnodeError as error:
+                    outcomes.append((False, error))
+                    continue
+                if new is not None:
+                    children = new
+                    changed = True
+                outcomes.append((True, result))
+            if not changed:
+                return None
+            return pack_children(children, writekey)
+
+        try:
+            await self.file.modify(modifier)
+        except Exception as error:  # the publish failed: every change in the batch failed
+            for _, d in batch:
+                d.errback(error)
+            return
+        for (_, d), (ok, value) in zip(batch, outcomes):
+            if ok:
+                d.callback(value)
+            else:
+                d.errback(value)
+
+    def now(self) -> float:
+        """The time link times are stamped with."""
+        return float(self.client.clock.seconds())

@@ -1,0 +1,404 @@
+"""Mutable files on the grid: create, read, overwrite and modify with test-and-set.
+
+The network shell around :mod:`tahoe.mutable` (``reference/mutable-dirnodes.md``
+§6-§7):
+
+* **servermap update**: ``slot_readv(SI, [], [(0, 4000)])`` to the servers of
+  the permuted ring, all at once; every share's header, key and signature are
+  checked; the versions found go into a :class:`~tahoe.mutable.servermap.ServerMap`.
+  One round trip; the probe usually holds a small file's whole share.
+* **retrieve**: the best recoverable version from the k lowest share numbers
+  (whole shares, read in one more call only when the probe did not cover them).
+* **publish**: every share of the new version in one
+  ``slot_testv_and_readv_and_writev`` per server, all at once, each tested
+  against the checkstring the servermap saw in that very share. A modify is
+  therefore two round trips: the servermap read and the test-and-set write.
+* A lost race (:class:`UncoordinatedWriteError`) is retried on a fresh
+  servermap by :meth:`MutableFileNode.modify`; a blind overwrite reports it.
+
+RSA work (key generation, private-key import) runs in worker threads; a
+small pool of pre-generated keys keeps ``create`` from waiting on it.
+"""
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from foolscap.api import DeadReferenceError
+from twisted.internet.defer import Deferred, DeferredLock, DeferredList
+from twisted.internet.task import deferLater
+from twisted.internet.threads import deferToThread
+from twisted.python import log
+from twisted.python.failure import Failure
+
+from ..caps.mutable import MDMFReadCap, MDMFWriteCap, MutableFormat, SSKReadCap, SSKWriteCap
+from ..crypto.lease_secrets import ClientLeaseSecrets
+from ..crypto.rsa import SigningKey, VerifyingKey, generate_signing_key
+from ..mutable.encoder import encode_version, salts_needed
+from ..mutable.errors import (CorruptShare, LayoutInvalid, MutableFormatError, ShareTruncated,
+                              UncoordinatedWriteError, UnrecoverableFile)
+from ..mutable.keys import MutableKeys, decrypt_private_key_der, readkey_from_writekey
+from ..mutable.layout import PROBE_SIZE, parse_header, private_key_range
+from ..mutable.reader import check_header, decode_shares
+from ..mutable.servermap import ServerMap
+from ..mutable.slot_writes import check_write_answer, plan_publish, read_vector
+from .broker import StorageBroker, StorageServerHandle
+from .placement import permuted_ring
+
+WriteCap = SSKWriteCap | MDMFWriteCap
+ReadCap = SSKReadCap | MDMFReadCap | SSKWriteCap | MDMFWriteCap
+#: Retries of a modify that lost a test-and-set race, with Tahoe-like back-off (seconds).
+RETRY_DELAYS = (0.0, 0.3, 1.0, 2.7, 7.4)
+
+
+class KeyPool:
+    """A few RSA-2048 keys generated ahead of need, in a worker thread."""
+
+    def __init__(self, size: int = 2) -> None:
+        self._size = size
+        self._ready: list[SigningKey] = []
+        self._filling = 0
+        self._waiters: list[Deferred] = []
+
+    def start(self) -> None:
+        """Begin filling the pool."""
+        self._refill()
+
+    def _refill(self) -> None:
+        while len(self._ready) + self._filling < self._size + len(self._waiters):
+            self._filling += 1
+            d = deferToThread(generate_signing_key)
+            d.addCallbacks(self._made, self._failed)
+
+    def _made(self, key: SigningKey) -> None:
+        self._filling -= 1
+        if self._waiters:
+            self._waiters.pop(0).callback(key)
+        else:
+            self._ready.append(key)
+
+    def _failed(self, failure: Failure) -> None:
+        self._filling -= 1
+        log.err(failure, "RSA key generation failed")
+        if self._waiters:
+            self._waiters.pop(0).errback(failure)
+
+    async def get(self) -> SigningKey:
+        """A fresh key (at once when one is ready)."""
+        if self._ready:
+            key = self._ready.pop(0)
+            self._refill()
+            return key
+        d: Deferred = Deferred()
+        self._waiters.append(d)
+        self._refill()
+        key: SigningKey = await d
+        self._refill()
+        return key
+
+
+class _Probe:
+    """What one servermap update learnt beyond the map: share bytes and keys."""
+
+    def __init__(self) -> None:
+        self.data: dict[tuple[str, int], bytes] = {}
+        self.servers: dict[str, StorageServerHandle] = {}
+        self.verifying_key: VerifyingKey | None = None
+        self.answered: list[str] = []
+
+
+class MutableClient:
+    """Creates and opens mutable files through one broker.
+
+    :param params: the default k and N for new files (``needed``, ``total``).
+    """
+
+    def __init__(self, broker: StorageBroker, lease_secrets: ClientLeaseSecrets,
+                 needed: int, total: int, clock: Any, keypool: KeyPool | None = None) -> None:
+        self.broker = broker
+        self.lease_secrets = lease_secrets
+        self.needed = needed
+        self.total = total
+        self.clock = clock
+        self.keypool = keypool or KeyPool()
+        self._nodes: dict[bytes, MutableFileNode] = {}
+        self._signing_keys: dict[bytes, SigningKey] = {}
+
+    def open(self, cap: ReadCap) -> "MutableFileNode":
+        """The node for a mutable file (one per storage index, so writes serialize)."""
+        node = self._nodes.get(cap.storage_index)
+        if node is None or (isinstance(cap, (SSKWriteCap, MDMFWriteCap))
+                            and not node.writable):
+            node = MutableFileNode(self, cap)
+            self._nodes[cap.storage_index] = node
+        return node
+
+    async def create(self, data: bytes, file_format: MutableFormat = MutableFormat.SDMF,
+                     signing_key: SigningKey | None = None) -> WriteCap:
+        """Publish a new mutable file (seqnum 1, no read first) and return its write cap."""
+        key = signing_key or await self.keypool.get()
+        keys = MutableKeys.from_signing_key(key)
+        cap = keys.write_cap(file_format)
+        self._signing_keys[keys.storage_index] = key
+        node = self.open(cap)
+        await node.publish(data, ServerMap(), keys)
+        return cap
+
+    def servers_for(self, storage_index: bytes) -> list[StorageServerHandle]:
+        """Connected servers in permuted-ring order for a storage index."""
+        servers = {s.server_id.decode("ascii"): s for s in self.broker.connected_servers()}
+        order = permuted_ring(storage_index, {sid: s.permutation_seed
+                                              for sid, s in servers.items()})
+        return [servers[sid] for sid in order]
+
+
+class MutableFileNode:
+    """One mutable file, readable (and writable with a write cap)."""
+
+    def __init__(self, client: MutableClient, cap: ReadCap) -> None:
+        self.client = client
+        self.cap = cap
+        self.writable = isinstance(cap, (SSKWriteCap, MDMFWriteCap))
+        self.storage_index = cap.storage_index
+        self.fingerprint = cap.fingerprint
+        self.readkey = readkey_from_writekey(cap.writekey) if self.writable else cap.readkey
+        self.format = MutableFormat.MDMF if isinstance(cap, (MDMFWriteCap, MDMFReadCap)) \
+            else MutableFormat.SDMF
+        self.lock = DeferredLock()
+        self.needed: int | None = None
+        self.total: int | None = None
+
+    # -- reading
+
+    async def _servermap(self, want_private_key: bool) -> tuple[ServerMap, _Probe]:
+        """Ask every server in ring order (up to 2N + k) for the first 4000 bytes of each share."""
+        probe = _Probe()
+        smap = ServerMap()
+        servers = self.client.servers_for(self.storage_index)
+        limit = 2 * (self.total or self.client.total) + (self.needed or self.client.needed)
+        asked = servers[:max(limit, 1)]
+        answers = await DeferredList(
+            [s.rref.callRemote("slot_readv", self.storage_index, [], [(0, PROBE_SIZE)])
+             for s in asked], consumeErrors=True)
+        for server, (ok, result) in zip(asked, answers):
+            sid = server.server_id.decode("ascii")
+            if not ok:
+                log.msg(f"slot_readv from {server.nickname!r} failed: "
+                        f"{result.getErrorMessage()}")
+                continue
+            probe.servers[sid] = server
+            probe.answered.append(sid)
+            for shnum, reads in sorted(result.items()):
+                data = reads[0] if reads else b""
+                await self._check_share(smap, probe, server, sid, shnum, data)
+        return smap, probe
+
+    async def _check_share(self, smap: ServerMap, probe: _Probe, server: StorageServerHandle,
+                           sid: str, shnum: int, data: bytes) -> None:
+        for _ in range(2):
+            try:
+                checked = check_header(shnum, data, self.fingerprint, probe.verifying_key)
+            except ShareTruncated as short:
+                if len(data) < PROBE_SIZE:
+                    break  # the share really is that short
+                more = await server.rref.callRemote("slot_readv", self.storage_index, [shnum],
+                                                    [(0, short.needed)])
+                data = (more.get(shnum) or [b""])[0]
+                continue
+            except (CorruptShare, LayoutInvalid) as error:
+                self._report(server, shnum, str(error))
+                smap.mark_bad(sid, shnum, data[:75])
+                return
+            probe.verifying_key = checked.verifying_key
+            probe.data[(sid, shnum)] = data
+            smap.add_share(sid, shnum, checked.version)
+            return
+        self._report(server, shnum, "share is truncated")
+        smap.mark_bad(sid, shnum, data[:75])
+
+    def _report(self, server: StorageServerHandle, shnum: int, reason: str) -> None:
+        log.msg(f"mutable share {shnum} on {server.nickname!r} is corrupt: {reason}")
+        d = server.rref.callRemote("advise_corrupt_share", b"mutable", self.storage_index,
+                                   shnum, reason.encode("utf-8"))
+        d.addErrback(lambda f: None)
+
+    async def _retrieve(self, smap: ServerMap, probe: _Probe) -> bytes:
+        """The best recoverable version's plaintext, from whole shares."""
+        best = smap.best_recoverable_version()
+        if best is None:
+            found = len({n for (_, n) in smap.shares()})
+            if not smap.shares() and not smap.bad_shares():
+                raise UnrecoverableFile(f"no shares of this mutable file were found on "
+                                        f"{len(probe.answered)} servers")
+            raise UnrecoverableFile(f"no recoverable version: {found} distinct good shares "
+                                    f"found")
+        self.needed, self.total = best.needed, best.total
+        holders = smap.shares_of(best)
+        shares: dict[int, bytes] = {}
+        reads = []
+        eof = best.offsets[-1]
+        for shnum in sorted(holders)[:best.needed + 2]:
+            sid = sorted(holders[shnum])[0]
+            data = probe.data.get((sid, shnum), b"")
+            if len(data) >= eof or len(data) < PROBE_SIZE:
+                shares[shnum] = data
+            else:
+                reads.append((shnum, sid))
+        if reads:
+            answers = await DeferredList(
+                [probe.servers[sid].rref.callRemote("slot_readv", self.storage_index, [shnum],
+                                                    [(0, eof)]) for shnum, sid in reads],
+                consumeErrors=True)
+            for (shnum, sid), (ok, result) in zip(reads, answers):
+                if ok and result.get(shnum):
+                    shares[shnum] = result[shnum][0]
+        if best.data_length > 256 * 1024:
+            decoded = await deferToThread(decode_shares, self.readkey, self.fingerprint,
+                                          shares, best)
+        else:
+            decoded = decode_shares(self.readkey, self.fingerprint, shares, best)
+        for shnum, reason in decoded.corrupt.items():
+            for sid in holders.get(shnum, ()):
+                self._report(probe.servers[sid], shnum, reason)
+        return decoded.plaintext
+
+    async def read(self) -> bytes:
+        """The current contents (the best recoverable version).
+
+        :raises UnrecoverableFile: when no version can be rebuilt.
+        """
+        smap, probe = await self._servermap(want_private_key=False)
+        return await self._retrieve(smap, probe)
+
+    # -- writing
+
+    async def _keys(self, smap: ServerMap, probe: _Probe) -> MutableKeys:
+        """The file's keys, from the cache or the encrypted private key in a share."""
+        assert self.writable
+        cached = self.client._signing_keys.get(self.storage_index)
+        if cached is not None:
+            return MutableKeys.from_signing_key(cached)
+        writekey = self.cap.writekey  # type: ignore[union-attr]
+        for (sid, shnum), data in sorted(probe.data.items()):
+            version = smap.shares().get((sid, shnum))
+            if version is None:
+                continue
+            start, length = private_key_range(parse_header(data))
+            blob = data[start:start + length]
+            if len(blob) < length:
+                more = await probe.servers[sid].rref.callRemote(
+                    "slot_readv", self.storage_index, [shnum], [(start, length)])
+                blob = (more.get(shnum) or [b""])[0]
+            try:
+                der = decrypt_private_key_der(writekey, blob)
+                key = await deferToThread(SigningKey.from_der, der)
+            except (MutableFormatError, ValueError) as error:
+                self._report(probe.servers[sid], shnum, f"bad private key: {error}")
+                continue
+            self.client._signing_keys[self.storage_index] = key
+            return MutableKeys.from_signing_key(key)
+        raise UnrecoverableFile("no share holds a usable copy of the private key")
+
+    async def publish(self, data: bytes, smap: ServerMap, keys: MutableKeys) -> None:
+        """Write a new version over what ``smap`` saw (all servers at once, test-and-set).
+
+        :raises UncoordinatedWriteError: when another writer got in between.
+        """
+        client = self.client
+        needed = self.needed or client.needed
+        total = self.total or client.total
+        salts = [os.urandom(16) for _ in range(salts_needed(self.format, len(data), needed))]
+        args = (self.format, data, keys)
+        kwargs = dict(seqnum=smap.next_seqnum(), needed=needed, total=total, salts=salts,
+                      pss_salt=os.urandom(32))
+        if len(data) > 256 * 1024:
+            encoded = await deferToThread(encode_version, *args, **kwargs)
+        else:
+            encoded = encode_version(*args, **kwargs)
+        servers = {s.server_id.decode("ascii"): s for s in client.servers_for(self.storage_index)}
+        ring = list(servers)
+        plan = plan_publish(encoded, smap, ring)
+        calls, targets = [], []
+        for sid, writes in plan.items():
+            server = servers.get(sid)
+            if server is None:
+                continue
+            lease = client.lease_secrets.for_server(self.storage_index, server.lease_seed)
+            secrets = (keys.write_enabler(server.lease_seed), lease.renew, lease.cancel)
+            tw = {w.shnum: w.to_wire() for w in writes}
+            calls.append(server.rref.callRemote("slot_testv_and_readv_and_writev",
+                                                self.storage_index, secrets, tw,
+                                                read_vector(self.format)))
+            targets.append((server, set(tw)))
+        answers = await DeferredList(calls, consumeErrors=True)
+        written: set[int] = set()
+        conflict: str | None = None
+        for (server, shnums), (ok, result) in zip(targets, answers):
+            if not ok:
+                if not result.check(DeadReferenceError):
+                    log.msg(f"slot write to {server.nickname!r} failed: "
+                            f"{result.getErrorMessage()}")
+                continue
+            wrote, read_data = result
+            try:
+                check_write_answer(wrote, read_data, shnums, encoded.checkstring)
+            except UncoordinatedWriteError as error:
+                conflict = f"{server.nickname or server.server_id.decode()}: {error}"
+                continue
+            written |= shnums
+        if conflict is not None:
+            raise UncoordinatedWriteError(conflict)
+        if len(written) < needed:
+            raise UnrecoverableFile(f"only {len(written)} shares could be written, "
+                                    f"{needed} are needed")
+        self.needed, self.total = needed, total
+
+    async def overwrite(self, data: bytes) -> None:
+        """Replace the contents (a blind write: a lost race is reported, not retried)."""
+        await self.lock.acquire()
+        try:
+            smap, probe = await self._servermap(want_private_key=True)
+            if smap.best_recoverable_version() is not None:
+                best = smap.best_recoverable_version()
+                assert best is not None
+                self.needed, self.total = best.needed, best.total
+            keys = await self._keys(smap, probe)
+            await self.publish(data, smap, keys)
+        finally:
+            self.lock.release()
+
+    async def modify(self, modifier: Callable[[bytes, bool], Awaitable[bytes | None] | bytes | None]
+                     ) -> bytes:
+        """Read, apply ``modifier(old, first_time)``, and publish; retry lost races.
+
+        ``modifier`` returns the new contents, or None (or the old contents) for
+        no change, which publishes nothing on the first attempt.
+
+        :returns: the contents now in place.
+        """
+        await self.lock.acquire()
+        try:
+            last: Exception | None = None
+            for attempt, delay in enumerate(RETRY_DELAYS):
+                if delay:
+                    await deferLater(self.client.clock, delay * (0.5 + random.random()),
+                                     lambda: None)
+                smap, probe = await self._servermap(want_private_key=True)
+                old = await self._retrieve(smap, probe)
+                result = modifier(old, attempt == 0)
+                new = await result if isinstance(result, (Deferred, Awaitable)) else result  # type: ignore[misc]
+                if new is None or (new == old and attempt == 0):
+                    return old
+                keys = await self._keys(smap, probe)
+                try:
+                    await self.publish(new, smap, keys)
+                    return new
+                except UncoordinatedWriteError as error:
+                    last = error
+                    log.msg(f"modify of {self.storage_index.hex()[:8]} lost a race; retrying")
+            assert last is not None
+            raise last
+        finally:
+            self.lock.release()
