@@ -297,22 +297,23 @@ class FileDownload:
                     spare = await self._spare_share(asked)
                     if spare is not None:
                         ask(spare)
-                    continue
-                in_flight -= 1
-                if isinstance(result, Failure):
-                    self._mark_bad(share, result)
                 else:
-                    try:
-                        self.verifier.check_block(share.shnum, segnum, result)
-                    except BadBlock as error:
-                        self._mark_bad(share, error)
+                    in_flight -= 1
+                    if isinstance(result, Failure):
+                        self._mark_bad(share, result)
                     else:
-                        blocks[share.shnum] = result
-                        continue
-                spare = await self._spare_share(asked)
-                if spare is not None:
-                    ask(spare)
-                elif in_flight == 0 and len(blocks) < needed:
+                        try:
+                            self.verifier.check_block(share.shnum, segnum, result)
+                        except BadBlock as error:
+                            self._mark_bad(share, error)
+                        else:
+                            blocks[share.shnum] = result
+                            continue
+                    spare = await self._spare_share(asked)
+                    if spare is not None:
+                        ask(spare)
+                if in_flight == 0 and len(blocks) < needed:
+                    # Nothing left to wait for (a late timer may come after the last answer).
                     raise NotEnoughSharesError(
                         f"segment {segnum}: only {len(blocks)} good blocks, needed {needed}"
                         + "".join(f"; share {n}: {r}" for n, r in sorted(self.corrupt.items())),
