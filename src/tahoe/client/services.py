@@ -1,6 +1,7 @@
 """The client's file operations, as the gateway and other frontends use them."""
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 from ..caps.immutable import CHKReadCap
@@ -9,6 +10,7 @@ from ..immutable.params import EncodingParameters
 from ..stats.registry import Statistics
 from .broker import StorageBroker
 from .dirnode import DirectoryClient
+from .history import OperationHistory
 from .downloader import Downloader, FileDownload
 from .mutable import KeyPool, MutableClient
 from .uploadable import Uploadable
@@ -27,6 +29,8 @@ class ClientServices:
                  params: EncodingParameters, clock: Any, stats: Statistics | None = None) -> None:
         self.broker = broker
         self.params = params
+        self.clock = clock
+        self.history = OperationHistory()
         self.stats = stats
         self.uploader = Uploader(broker, ClientLeaseSecrets.from_lease_secret(lease_secret),
                                  convergence, params, clock)
@@ -42,7 +46,17 @@ class ClientServices:
         self.keypool.start()
 
     async def upload(self, source: Uploadable) -> UploadResult:
-        """Upload an immutable file (LIT when small)."""
+        """Upload an immutable file (LIT when small), recording it in :attr:`history`."""
+        op = self.history.start("upload", None, source.size, self.clock.seconds())
+        try:
+            result = await self._upload(source)
+        except BaseException as error:
+            self.history.finish(op, self.clock.seconds(), f"failed: {type(error).__name__}")
+            raise
+        self.history.finish(op, self.clock.seconds(), "done", result.storage_index)
+        return result
+
+    async def _upload(self, source: Uploadable) -> UploadResult:
         if self.stats is None:
             return await self.uploader.upload(source)
         # statistics (reference/frontends.md §5): counted at the start, LIT included;
@@ -55,6 +69,34 @@ class ClientServices:
             timer.done("uploader.latencies.upload", "uploader.rates.upload", source.size)
         return result
 
-    def download(self, cap: CHKReadCap) -> FileDownload:
-        """A (lazy) download of an immutable file."""
-        return self.downloader.open(cap)
+    def download(self, cap: CHKReadCap) -> "RecordedDownload":
+        """A (lazy) download of an immutable file; each read is recorded in :attr:`history`."""
+        return RecordedDownload(self.downloader.open(cap), self)
+
+
+class RecordedDownload:
+    """A :class:`FileDownload` whose reads appear on the status page."""
+
+    def __init__(self, download: FileDownload, services: ClientServices) -> None:
+        self.download = download
+        self._services = services
+
+    async def read(self, offset: int = 0, length: int | None = None) -> AsyncIterator[bytes]:
+        """As :meth:`FileDownload.read`."""
+        cap = self.download.cap
+        end = cap.size if length is None else min(cap.size, offset + max(0, length))
+        history, clock = self._services.history, self._services.clock
+        op = history.start("download", cap.storage_index, max(0, end - offset), clock.seconds())
+        done = 0
+        try:
+            async for chunk in self.download.read(offset, length):
+                done += len(chunk)
+                op.progress = done / op.size if op.size else 1.0
+                yield chunk
+        except GeneratorExit:
+            history.finish(op, clock.seconds(), "cancelled")
+            raise
+        except BaseException as error:
+            history.finish(op, clock.seconds(), f"failed: {type(error).__name__}")
+            raise
+        history.finish(op, clock.seconds(), "done")

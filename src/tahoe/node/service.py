@@ -30,6 +30,8 @@ from ..util.errors import EncodingError
 from ..util.furl import parse_furl
 from ..web.root import IntroducerWelcomeResource, WelcomeResource
 from ..web.statistics import StatisticsResource
+from ..web.status import StatusResource
+from ..web.named import NamedFileRoot
 from ..web.unlinked import URIResource
 from ..web.server import start_web_server
 from .config import INTRODUCER
@@ -187,7 +189,11 @@ class Node:
             uri = URIResource(self.client, self.config.client.mutable_format)
             root.putChild(b"uri", uri)
             root.putChild(b"cap", uri)
+            named = NamedFileRoot(uri.gateway)
+            root.putChild(b"file", named)
+            root.putChild(b"named", named)
             root.putChild(b"statistics", StatisticsResource(self.stats.document))
+            root.putChild(b"status", StatusResource(self.client.history))
             self.web_port = await start_web_server(self.reactor, self.config.web_port, root,
                                                    self.basedir)
 

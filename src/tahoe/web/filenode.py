@@ -17,6 +17,7 @@ from twisted.web.server import Request
 from ..caps.immutable import CHKReadCap, CHKVerifyCap, LiteralCap
 from ..client.services import ClientServices
 from ..util import base32
+from . import json_nodes
 from .common import StreamPausing, WebError, arg, boolean_arg, render_async
 
 _RANGE = re.compile(r"\Abytes=(\d*)-(\d*)\Z")
@@ -61,14 +62,7 @@ def parse_range(header: bytes | None, size: int) -> tuple[int, int] | None | str
 
 def file_json(cap: CHKReadCap | LiteralCap, metadata: dict | None = None) -> list:
     """``["filenode", {...}]`` for an immutable file (§3.4)."""
-    data: dict[str, Any] = {"mutable": False, "format": "CHK", "size": cap.size,
-                            "ro_uri": cap.to_string()}
-    verify = cap.verify_cap()
-    if verify is not None:
-        data["verify_uri"] = verify.to_string()
-    if metadata is not None:
-        data["metadata"] = metadata
-    return ["filenode", data]
+    return json_nodes.file_json(cap, None, metadata)
 
 
 class ImmutableFileResource(resource.Resource):
@@ -77,11 +71,18 @@ class ImmutableFileResource(resource.Resource):
     isLeaf = True
 
     def __init__(self, client: ClientServices, cap: CHKReadCap | LiteralCap,
-                 name: str | None = None) -> None:
+                 name: str | None = None, metadata: dict[str, Any] | None = None) -> None:
         super().__init__()
         self._client = client
         self._cap = cap
         self._name = name
+        self._metadata = metadata
+
+    async def serve(self, request: Request) -> bytes | None:
+        """Answer a GET or HEAD (for a resource that already walked a path to this file)."""
+        if request.method == b"HEAD":
+            return await self._head(request)
+        return await self._get(request)
 
     def _etag(self, request: Request, kind: str) -> bool:
         """Set the ETag of an immutable file; True when the client already has it (304)."""
@@ -117,7 +118,8 @@ class ImmutableFileResource(resource.Resource):
             if self._etag(request, "json"):
                 return b""
             request.setHeader(b"Content-Type", b"text/plain")
-            return (json.dumps(file_json(self._cap), indent=1) + "\n").encode("utf-8")
+            return (json.dumps(file_json(self._cap, self._metadata), indent=1) + "\n"
+                    ).encode("utf-8")
         if t in ("uri", "readonly-uri"):
             if self._etag(request, t):
                 return b""
@@ -125,7 +127,7 @@ class ImmutableFileResource(resource.Resource):
             return self._cap.to_string().encode("ascii")
         if t == "info":
             return self._info_page(request)
-        raise WebError(f"bad t={t}")
+        raise WebError(f"GET file: bad t={t}")
 
     def _content_headers(self, request: Request) -> str:
         filename = arg(request, "filename") or self._name or "unknown"

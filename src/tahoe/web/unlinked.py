@@ -1,6 +1,8 @@
-"""``/uri`` (and ``/cap``): upload unlinked files and address objects by cap.
+"""``/uri`` (and ``/cap``): create unlinked files and directories, and address objects by cap.
 
-Facts: ``reference/frontends.md`` §3.3 "Unlinked creation" and §3.1.
+Facts: ``reference/frontends.md`` §3.3 "Unlinked creation", §3.1, §3.11 and
+§8 (``mutable=true`` means SDMF; ``mkdir-with-children`` ignores ``format=``;
+directories without ``format=`` get ``[client]mutable.format``).
 """
 from __future__ import annotations
 
@@ -13,36 +15,23 @@ from twisted.web import resource
 from twisted.web.server import Request
 
 from ..caps.errors import CapError
-from ..caps.immutable import CHKReadCap, LiteralCap
+from ..caps.mutable import MutableFormat
 from ..caps.parse import parse_cap
 from ..client.services import ClientServices
-from ..client.uploadable import BytesUploadable, FileUploadable, Uploadable
-from .common import WebError, arg, boolean_arg, render_async
-from .filenode import ImmutableFileResource
+from ..client.uploadable import BytesUploadable, Uploadable
+from ..dirnode.packing import pack_new_directory
+from ..mutable.keys import MutableKeys
+from ..caps.dirnode import DirectoryCap
+from .common import (KNOWN_FORMATS, WebError, arg, body_uploadable, boolean_arg, format_arg,
+                     raw_arg, redirect, render_async, requested_format)
+from .directory import CapResource
+from .dirpost import creation_children, request_body
+from .mutablefile import create_mutable, private_key_arg
+from .traversal import Gateway
 
-KNOWN_FORMATS = ("CHK", "SDMF", "MDMF")
-
-
-def requested_format(request: Request) -> str:
-    """``format=`` (case-insensitive) or ``mutable=true``; CHK when neither is given.
-
-    :raises WebError: for an unknown format.
-    """
-    fmt = arg(request, "format")
-    if fmt is not None:
-        if fmt.upper() not in KNOWN_FORMATS:
-            raise WebError(f"Unknown format: {fmt}, I know CHK, SDMF, MDMF")
-        return fmt.upper()
-    return "SDMF" if boolean_arg(request, "mutable", False) else "CHK"
-
-
-def body_uploadable(request: Request) -> Uploadable:
-    """The request body as an upload source (Twisted spools large bodies to a file)."""
-    content = request.content
-    content.seek(0, 2)
-    size = content.tell()
-    content.seek(0)
-    return FileUploadable(content, size)
+__all__ = ["KNOWN_FORMATS", "URIResource", "body_uploadable", "node_for_cap",
+           "requested_format"]
+ONLY = "/uri accepts only PUT, PUT?t=mkdir, POST?t=upload, and POST?t=mkdir"
 
 
 class ErrorResource(resource.Resource):
@@ -61,46 +50,68 @@ class ErrorResource(resource.Resource):
         return render_async(request, fail)
 
 
-class NoChildrenResource(ErrorResource):
-    """A path that continues past a file cap."""
+class RedirectResource(resource.Resource):
+    """Redirects (302) to a fixed location, e.g. ``GET /uri/`` to ``/uri``."""
+
+    isLeaf = True
+
+    def __init__(self, location: str) -> None:
+        super().__init__()
+        self._location = location
+
+    def render(self, request: Request) -> Any:
+        """Redirect."""
+        async def go(_: Request) -> bytes:
+            return redirect(request, self._location)
+        return render_async(request, go)
 
 
-def node_for_cap(client: ClientServices, text: str, rest: list[str]) -> resource.Resource:
-    """The resource for ``/uri/<cap>/<rest...>``."""
+def node_for_cap(gateway: Gateway, text: str, rest: list[str]) -> resource.Resource:
+    """The resource for ``/uri/<cap>/<rest...>`` (any kind of cap, any method)."""
     try:
-        cap = parse_cap(text)
+        parse_cap(text.strip())
     except CapError as error:
         return ErrorResource(WebError(f"Invalid capability: {error}"))
-    if isinstance(cap, (CHKReadCap, LiteralCap)):
-        if rest and rest != [""]:
-            return NoChildrenResource(WebError(f"Files have no children named {rest[0]!r}"))
-        return ImmutableFileResource(client, cap)
-    return ErrorResource(WebError(
-        f"this gateway cannot handle {text.split(':', 2)[0:2]} caps yet", 400))
+    return CapResource(gateway, text, rest)
 
 
 class URIResource(resource.Resource):
-    """``/uri``: ``PUT`` and ``POST ?t=upload`` upload, ``GET ?uri=`` redirects, children are caps."""
+    """``/uri``: ``PUT`` and ``POST`` create, ``GET ?uri=`` redirects, children are caps.
 
-    def __init__(self, client: ClientServices) -> None:
+    :param mutable_format: ``[client]mutable.format``, the format of new
+        directories created without ``format=``.
+    """
+
+    def __init__(self, client: ClientServices,
+                 mutable_format: MutableFormat | str = MutableFormat.SDMF) -> None:
         super().__init__()
+        if isinstance(mutable_format, str):
+            mutable_format = MutableFormat[mutable_format.upper()]
         self._client = client
+        self._gateway = Gateway(client, mutable_format)
+
+    @property
+    def gateway(self) -> Gateway:
+        """What other resources of this gateway (``/file``, ``/named``) share."""
+        return self._gateway
 
     def getChild(self, path: bytes, request: Request) -> resource.Resource:  # noqa: N802
         """``/uri/<cap>[/...]``: hand the rest of the path to the object's resource."""
+        if path == b"" and not request.postpath:
+            return RedirectResource("/uri") if request.method == b"GET" else self
         if path == b"":
-            return self
+            return ErrorResource(WebError("Invalid capability: the cap is empty"))
         text = unquote_to_bytes(path).decode("utf-8", "replace")
         rest = [unquote_to_bytes(p).decode("utf-8", "replace") for p in request.postpath]
         request.postpath = []
-        return node_for_cap(self._client, text, rest)
+        return node_for_cap(self._gateway, text, rest)
 
     def render_PUT(self, request: Request) -> Any:  # noqa: N802 (Twisted)
-        """Upload the body as a new unlinked file; answer its cap."""
+        """Upload the body as a new unlinked file, or ``t=mkdir``."""
         return render_async(request, self._put)
 
     def render_POST(self, request: Request) -> Any:  # noqa: N802 (Twisted)
-        """``t=upload`` (multipart form field ``file``)."""
+        """``t=upload`` (multipart field ``file``), ``t=mkdir[-with-children|-immutable]``."""
         return render_async(request, self._post)
 
     def render_GET(self, request: Request) -> Any:  # noqa: N802 (Twisted)
@@ -108,46 +119,88 @@ class URIResource(resource.Resource):
         return render_async(request, self._get)
 
     async def _upload(self, request: Request, source: Uploadable) -> str:
-        fmt = requested_format(request)
-        if fmt != "CHK":
-            raise WebError(f"{fmt} (mutable) files are not supported by this gateway yet")
         result = await self._client.upload(source)
         log.msg(format="upload of %(size)d bytes: %(timings)s", size=source.size,
                 timings={k: round(v * 1000, 2) for k, v in result.timings.items()})
         return result.cap.to_string()
 
     async def _put(self, request: Request) -> bytes:
-        t = arg(request, "t", "")
+        t = (arg(request, "t", "") or "").strip()
+        request.setHeader(b"Content-Type", b"text/plain")
         if t == "mkdir":
-            raise WebError("directories are not supported by this gateway yet")
+            fmt = format_arg(request, None)
+            if fmt == "CHK":
+                raise WebError("format=CHK not accepted for PUT /uri?t=mkdir")
+            return (await self._mkdir(request, fmt, {})).encode("ascii")
         if t:
-            raise WebError("/uri accepts only PUT, PUT?t=mkdir, POST?t=upload, and POST?t=mkdir")
-        cap = await self._upload(request, body_uploadable(request))
+            raise WebError(ONLY)
+        fmt = requested_format(request)
+        if fmt != "CHK":
+            cap = await create_mutable(self._gateway, request_body(request), fmt,
+                                       private_key_arg(request))
+            return cap.to_string().encode("ascii")
+        return (await self._upload(request, body_uploadable(request))).encode("ascii")
+
+    async def _mkdir(self, request: Request, fmt: str | None,
+                     children: dict[str, Any]) -> str:
+        """A new mutable directory (``private-key=`` gives it a chosen signing key)."""
+        file_format = MutableFormat[fmt] if fmt in ("SDMF", "MDMF") \
+            else self._gateway.mutable_format
+        key = private_key_arg(request)
+        if key is None:
+            cap = await self._client.directories.create(children, file_format)
+            return cap.to_string()
+        keys = MutableKeys.from_signing_key(key)
+        data = pack_new_directory(children, keys.writekey)
+        file_cap = await self._client.mutable.create(data, file_format, signing_key=key)
+        return DirectoryCap(file_cap).to_string()
+
+    async def _post(self, request: Request) -> bytes | None:
+        t = (arg(request, "t", "") or "").strip()
+        if t in ("", "upload"):
+            return await self._post_upload(request)
+        if t == "mkdir":
+            content_type = request.getHeader(b"content-type") or b""
+            if not content_type.startswith(b"multipart/form-data") and request_body(request):
+                raise WebError("t=mkdir does not accept children=, try t=mkdir-with-children "
+                               "instead")
+            fmt = format_arg(request, None)
+            if fmt == "CHK":
+                raise WebError("format=CHK not currently accepted for POST /uri?t=mkdir")
+            cap = await self._mkdir(request, fmt, {})
+        elif t == "mkdir-with-children":
+            cap = await self._mkdir(request, None, creation_children(request))
+        elif t == "mkdir-immutable":
+            cap = (await self._client.directories.create_immutable(
+                creation_children(request))).to_string()
+        else:
+            raise WebError(ONLY)
+        if boolean_arg(request, "redirect_to_result", False):
+            redirect(request, "uri/" + quote(cap, safe=""), 303)
+            return b""
         request.setHeader(b"Content-Type", b"text/plain")
         return cap.encode("ascii")
 
-    async def _post(self, request: Request) -> bytes | None:
-        t = arg(request, "t", "upload")
-        if t != "upload":
-            if t.startswith("mkdir"):
-                raise WebError("directories are not supported by this gateway yet")
-            raise WebError("/uri accepts only PUT, PUT?t=mkdir, POST?t=upload, and POST?t=mkdir")
-        files = request.args.get(b"file")
-        if not files:
+    async def _post_upload(self, request: Request) -> bytes | None:
+        contents = raw_arg(request, "file")
+        if contents is None:
             raise WebError("POST /uri?t=upload needs a multipart form field 'file'")
-        cap = await self._upload(request, BytesUploadable(files[0]))
+        fmt = requested_format(request)
+        if fmt != "CHK":
+            cap = await create_mutable(self._gateway, contents, fmt)
+            request.setHeader(b"Content-Type", b"text/plain")
+            return cap.to_string().encode("ascii")
+        cap_text = await self._upload(request, BytesUploadable(contents))
         when_done = arg(request, "when_done")
         if when_done:
-            target = when_done.replace("%(uri)s", quote(cap, safe=""))
+            target = when_done.replace("%(uri)s", quote(cap_text, safe=""))
             location = urljoin(request.prePathURL().decode("ascii") + "/", target)
-            request.setResponseCode(302)
-            request.setHeader(b"Location", location.encode("utf-8"))
-            return b""
+            return redirect(request, location)
         request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
-        escaped = html.escape(cap)
+        escaped = html.escape(cap_text)
         return (f"<!DOCTYPE html><html><head><title>Tahoe-LAFS - Upload Results</title></head>"
                 f"<body><h1>Upload Results</h1><p>File uploaded. Its cap is:</p>"
-                f"<p><a href=\"/uri/{quote(cap, safe='')}\"><code>{escaped}</code></a></p>"
+                f"<p><a href=\"/uri/{quote(cap_text, safe='')}\"><code>{escaped}</code></a></p>"
                 f"<p><a href=\"/\">Return to the Welcome Page</a></p></body></html>"
                 ).encode("utf-8")
 
@@ -162,6 +215,4 @@ class URIResource(resource.Resource):
         others = [(k, v) for k, vs in request.args.items() if k != b"uri" for v in vs]
         query = "&".join(f"{quote(k)}={quote(v)}" for k, v in others)
         location = "/uri/" + quote(cap.strip(), safe="") + (f"?{query}" if query else "")
-        request.setResponseCode(302)
-        request.setHeader(b"Location", location.encode("ascii"))
-        return b""
+        return redirect(request, location)

@@ -1,0 +1,134 @@
+"""Directories and mutable files shared by a Tahoe 1.20 client and ours, on either grid.
+
+On the Tahoe 1.20 grid (our client joins it) and on our grid (a Tahoe 1.20
+client joins it): a directory made by one gateway is listed and extended by
+the other, SDMF and MDMF alike; mutable files written or overwritten by one
+are read by the other.
+"""
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support.dirapi import WebAPI
+from tests.support.grid import SMALL_GRID_SHARES, ClientFactory, Gateway, Grid
+from tests.support.nodes import TahoeTool, config_for_tests, edit_tahoe_cfg, our_tahoe
+from tests.support.ports import free_port
+from tests.support.processes import ProcessSet
+
+pytestmark = pytest.mark.interop
+
+GRIDS = ["tahoe-grid", "our-grid"]
+FORMATS = ["SDMF", "MDMF"]
+
+
+def data(seed: str, size: int) -> bytes:
+    """Bytes unique to this run."""
+    return random.Random(f"{seed}-{time.time()}").randbytes(size)
+
+
+@pytest.fixture(scope="module")
+def our_client_on_tahoe_grid(tahoe_grid: Grid,
+                             tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    """Our client node joined to the Tahoe 1.20 grid."""
+    workdir = tmp_path_factory.mktemp("our-dir-client-on-tahoe-grid")
+    tool = TahoeTool(our_tahoe(), workdir / "logs")
+    basedir = workdir / "client"
+    tool.create_client(basedir, introducer_furl=tahoe_grid.introducer_furl,
+                       shares=SMALL_GRID_SHARES, nickname="ours", web_port=free_port())
+    edit_tahoe_cfg(basedir, config_for_tests(storage=False))
+    with ProcessSet() as processes:
+        node = tool.start(basedir, processes)
+        gateway = Gateway(node, node.node_url(30))
+        gateway.wait_for_servers(len(tahoe_grid.storage_nodes))
+        yield gateway
+
+
+@pytest.fixture(params=GRIDS)
+def pair(request: pytest.FixtureRequest, tahoe_client: ClientFactory) -> tuple[WebAPI, WebAPI]:
+    """(Tahoe 1.20's gateway, ours), both clients of the same grid."""
+    if request.param == "tahoe-grid":
+        grid: Grid = request.getfixturevalue("tahoe_grid")
+        ours: Gateway = request.getfixturevalue("our_client_on_tahoe_grid")
+    else:
+        grid = request.getfixturevalue("our_grid")
+        ours = grid.storage_nodes[0]
+    theirs = tahoe_client(grid.introducer_furl)
+    return WebAPI(theirs.url), WebAPI(ours.url)
+
+
+def _extend_and_cross_check(maker: WebAPI, other: WebAPI, fmt: str, label: str) -> None:
+    root = maker.mkdir(fmt)
+    assert root.startswith("URI:DIR2:" if fmt == "SDMF" else "URI:DIR2-MDMF:")
+    by_maker = data(f"{label}-maker", 3000)
+    assert maker.put(root, "sub/from-maker.bin", by_maker).status == 201
+    listed = other.children(root, "sub")
+    assert set(listed) == {"from-maker.bin"}
+    assert other.read(root, "sub/from-maker.bin") == by_maker
+
+    by_other = data(f"{label}-other", 2000)
+    assert other.put(root, "sub/from-other.bin", by_other).status == 201
+    assert other.post(root, "sub", "t=mkdir&name=made-by-other").status == 200
+    batch = {"linked": ["filenode", {"ro_uri": maker.put(root, "x.bin", b"x" * 99).text,
+                                     "metadata": {"note": "set by the other"}}]}
+    assert other.post(root, "", "t=set_children", json.dumps(batch).encode()).status == 200
+    assert other.post(root, "", "t=rename&from_name=x.bin&to_name=y.bin").status == 200
+
+    children = maker.children(root, "sub")
+    assert set(children) == {"from-maker.bin", "from-other.bin", "made-by-other"}
+    assert maker.read(root, "sub/from-other.bin") == by_other
+    top = maker.children(root)
+    assert set(top) == {"sub", "linked", "y.bin"}
+    assert top["linked"][1]["metadata"]["note"] == "set by the other"
+    assert maker.json(root, "sub/from-other.bin")[1]["metadata"]["tahoe"]["linkcrtime"] > 0
+    assert maker.request("DELETE", maker.object_path(root, "sub/from-other.bin")).status == 200
+    assert set(other.children(root, "sub")) == {"from-maker.bin", "made-by-other"}
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_tahoe_directory_extended_by_ours(pair: tuple[WebAPI, WebAPI], fmt: str) -> None:
+    """A directory Tahoe 1.20 made is listed and changed by our gateway, and Tahoe sees it."""
+    theirs, ours = pair
+    _extend_and_cross_check(theirs, ours, fmt, f"tahoe-dir-{fmt}")
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_our_directory_extended_by_tahoe(pair: tuple[WebAPI, WebAPI], fmt: str) -> None:
+    """A directory our gateway made is listed and changed by Tahoe 1.20, and we see it."""
+    theirs, ours = pair
+    _extend_and_cross_check(ours, theirs, fmt, f"our-dir-{fmt}")
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_mutable_files_both_ways(pair: tuple[WebAPI, WebAPI], fmt: str) -> None:
+    """Mutable files written by either gateway are read by the other, also after overwrites."""
+    theirs, ours = pair
+    for writer, reader in ((theirs, ours), (ours, theirs)):
+        first = data(f"mutable-{fmt}", 5000)
+        cap = writer.create_mutable(first, fmt)
+        assert reader.read(cap) == first
+        kind, info = reader.json(cap)
+        assert (kind, info["format"], info["size"], info["rw_uri"]) == ("filenode", fmt, 5000,
+                                                                         cap)
+        second = data(f"mutable-{fmt}-2", 7000)
+        assert reader.ok("PUT", reader.object_path(cap), second).text == cap
+        assert writer.read(cap) == second
+        assert writer.read(info["ro_uri"]) == second
+        third = data(f"mutable-{fmt}-3", 100)
+        assert writer.ok("PUT", writer.object_path(cap), third).text == cap
+        assert reader.read(cap) == third
+
+
+def test_our_immutable_directory_read_by_tahoe(pair: tuple[WebAPI, WebAPI]) -> None:
+    """An immutable directory made through our gateway is listed and read by Tahoe 1.20."""
+    theirs, ours = pair
+    file_cap = ours.ok("PUT", "/uri", data("immutable-dir", 4000)).text
+    kids = json.dumps({"f": ["filenode", {"ro_uri": file_cap, "metadata": {"m": 1}}]}).encode()
+    cap = ours.ok("POST", "/uri?t=mkdir-immutable", kids).text
+    assert cap.startswith("URI:DIR2-CHK:")
+    assert theirs.children(cap)["f"][1]["ro_uri"] == file_cap
+    assert theirs.read(cap, "f") == ours.read(cap, "f")
