@@ -25,6 +25,7 @@ setup(
             "pytest",
             "pytest-twisted",
             "hypothesis",
+            "selenium",
         ],
     },
     entry_points={"console_scripts": ["tahoe = tahoe.cli.main:main"]},

@@ -3,6 +3,9 @@
 #
 #   munin-node   munin-run, to run misc/munin/ plugins as munin does
 #                (tests/integration/test_munin.py)
+#   chromium, chromium-driver
+#                headless browser tests of the web UI (tests/integration/test_browser.py);
+#                nothing ever downloads a browser or driver
 #
 # systemd-analyze (package systemd) is used when present
 # (tests/shell/test_systemd_unit.py) and is not installed here.
@@ -35,21 +38,29 @@ stop_daemon() {
     done
 }
 
-if command -v munin-run >/dev/null 2>&1 || [ -x /usr/sbin/munin-run ]; then
+missing=""
+command -v munin-run >/dev/null 2>&1 || [ -x /usr/sbin/munin-run ] || missing="$missing munin-node"
+[ -x /usr/bin/chromium ] || missing="$missing chromium"
+[ -x /usr/bin/chromedriver ] || missing="$missing chromium-driver"
+
+if [ -z "$missing" ]; then
     stop_daemon
     exit 0
 fi
 
 if [ "$(id -u)" != 0 ]; then
-    say "munin-run is missing; run as root: apt-get install -y --no-install-recommends munin-node"
+    say "missing:$missing; run as root: apt-get install -y --no-install-recommends$missing"
     exit 1
 fi
 
 export DEBIAN_FRONTEND=noninteractive
-say "installing munin-node"
-if ! apt-get install -y -q --no-install-recommends munin-node >/dev/null 2>&1; then
+say "installing$missing"
+# shellcheck disable=SC2086
+if ! apt-get install -y -q --no-install-recommends $missing >/dev/null 2>&1; then
     apt-get update -q >/dev/null
-    apt-get install -y -q --no-install-recommends munin-node >/dev/null
+    # shellcheck disable=SC2086
+    apt-get install -y -q --no-install-recommends $missing >/dev/null
 fi
 stop_daemon
 [ -x /usr/sbin/munin-run ] || { say "munin-run still missing after install"; exit 1; }
+[ -x /usr/bin/chromedriver ] || { say "chromedriver still missing after install"; exit 1; }

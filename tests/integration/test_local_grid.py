@@ -86,6 +86,21 @@ def test_ranged_reads(local_grid: ProxiedGrid) -> None:
     assert status == 416
 
 
+def test_status_page_lists_operations(local_grid: ProxiedGrid) -> None:
+    """After an upload and a download, /status?t=json lists both as done."""
+    data = os.urandom(20_000)
+    cap = local_grid.client.upload(data)
+    assert local_grid.client.download(cap) == data
+    status, headers, body = get(local_grid, "/status?t=json")
+    assert status == 200 and headers["X-Frame-Options"] == "DENY"
+    si = base32.b2a(parse_cap(cap).storage_index)  # type: ignore[union-attr]
+    import json
+    recent = json.loads(body)["recent"]
+    kinds = {op["type"] for op in recent if op["storage-index-string"] == si
+             and op["status"] == "done"}
+    assert kinds == {"upload", "download"}
+
+
 def test_json_info_and_errors(local_grid: ProxiedGrid) -> None:
     """t=json describes the file; malformed caps are 400; a file with no shares is 410."""
     data = os.urandom(5000)

@@ -1,0 +1,87 @@
+"""The browsable web UI in headless Chromium: welcome page, new directory, upload form, listing.
+
+Chromium and chromedriver come from Debian's ``chromium`` and
+``chromium-driver`` packages (``misc/ci/install-system-packages.sh``);
+nothing downloads a browser or a driver. A screenshot of the final
+directory page is saved under ``test-artifacts/``.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.proxied_grid import ProxiedGrid
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+INSTALLER = Path(__file__).resolve().parents[2] / "misc" / "ci" / "install-system-packages.sh"
+
+
+def _ensure_browser() -> None:
+    if os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK):
+        return
+    result = subprocess.run(["sh", str(INSTALLER)], capture_output=True, text=True)
+    if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
+        message = f"chromium/chromedriver missing and could not be installed: {result.stderr}"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+@pytest.fixture
+def browser() -> Iterator[object]:
+    """A headless Chromium driven by Debian's chromedriver, with a fresh profile."""
+    _ensure_browser()
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="tahoe-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run", "--disable-sync",
+                 "--disable-quic", f"--user-data-dir={profile}", "--window-size=1200,900"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def test_welcome_mkdir_upload_and_listing(local_grid: ProxiedGrid, browser: object,
+                                          tmp_path: Path) -> None:
+    """Create a directory from the welcome page, upload a file with the form, see it listed."""
+    from selenium.webdriver.common.by import By
+    driver = browser
+    driver.get(local_grid.client.url)  # type: ignore[attr-defined]
+    assert driver.title == "Tahoe-LAFS - Welcome"  # type: ignore[attr-defined]
+    assert "Connected to 10 of 10 known storage servers" in driver.page_source  # type: ignore[attr-defined]
+
+    driver.find_element(By.CSS_SELECTOR, "#mkdir-form input[type=submit]").click()  # type: ignore[attr-defined]
+    assert "/uri/URI%3ADIR2%3A" in driver.current_url  # type: ignore[attr-defined]
+    assert "Directory" in driver.title  # type: ignore[attr-defined]
+    directory_url = driver.current_url  # type: ignore[attr-defined]
+
+    sample = tmp_path / "hello from the browser.txt"
+    sample.write_bytes(b"uploaded through the upload form\n" * 100)
+    upload_form = driver.find_element(  # type: ignore[attr-defined]
+        By.XPATH, "//form[.//input[@name='t' and @value='upload']]")
+    upload_form.find_element(By.NAME, "file").send_keys(str(sample))
+    upload_form.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+
+    driver.get(directory_url)  # type: ignore[attr-defined]
+    assert sample.name in driver.page_source  # type: ignore[attr-defined]
+    link = driver.find_element(By.LINK_TEXT, sample.name)  # type: ignore[attr-defined]
+    assert link.get_attribute("href")
+    ARTIFACTS.mkdir(exist_ok=True)
+    assert driver.save_screenshot(str(ARTIFACTS / "directory-after-upload.png"))  # type: ignore[attr-defined]
