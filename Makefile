@@ -4,14 +4,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test interop-env system-packages bench bench-core run clean
+.PHONY: test interop-env system-packages bench bench-compare bench-core bench-profile run clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 
 $(STAMP): $(BIN)/python setup.py
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	touch $(STAMP)
 
 ## interop-env: install the real Tahoe-LAFS 1.20 outside the clone (~/.cache), once per machine
@@ -30,8 +30,17 @@ test: $(STAMP) interop-env system-packages
 bench-core: $(STAMP)
 	$(BIN)/python misc/bench/bench_core.py --json bench-core.json
 
-## bench: every benchmark (for now the core benchmark)
-bench: bench-core
+## bench: the grid benchmark on our nodes (10 servers, 3-of-10): table on stdout, bench-grid.{json,png,md}
+bench: $(STAMP)
+	$(BIN)/python misc/bench/bench.py --json bench-grid.json --plot bench-grid.png --markdown bench-grid.md
+
+## bench-compare: the same workload on our grid and a Tahoe-LAFS 1.20 grid, with ours/Tahoe ratios
+bench-compare: $(STAMP) interop-env
+	$(BIN)/python misc/bench/bench.py --compare --json bench-compare.json --plot bench-compare.png --markdown bench-compare.md
+
+## bench-profile: cProfile of the client during 1 kB uploads and one 100 MB upload
+bench-profile: $(STAMP)
+	$(BIN)/python misc/bench/bench_profile.py --out bench-profile
 
 ## run: start a local grid (./local-grid) in the foreground, put and get a sample file, serve until Ctrl-C
 run: $(STAMP)
@@ -39,4 +48,4 @@ run: $(STAMP)
 	$(BIN)/python misc/run_demo.py local-grid
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis bench-*.json local-grid
+	rm -rf $(VENV) .pytest_cache .hypothesis bench-*.json bench-*.png bench-*.md bench-profile local-grid

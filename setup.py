@@ -27,6 +27,9 @@ setup(
             "hypothesis",
             "selenium",
         ],
+        "bench": [
+            "matplotlib",
+        ],
     },
     entry_points={"console_scripts": ["tahoe = tahoe.cli.main:main"]},
 )

@@ -157,8 +157,8 @@ class BenchGrid:
 
     def settle(self, timeout: float = 20.0) -> float:
         """Wait (with a deadline) until every node of the grid is nearly idle; seconds waited."""
-        return wait_quiet(self.pids() + [c.pid for c in self.clients if c.running.process.is_running()],
-                          timeout=timeout)
+        clients = [c.pid for c in self.clients if c.running.process.is_running()]
+        return wait_quiet(self.pids() + clients, timeout=timeout)
 
     def stop(self, remove: bool = True) -> None:
         """Stop every node of this grid, clients first, by PID (and remove its directory)."""

@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-__all__ = ["MemoryWatch", "cpu_seconds", "node_pid", "reset_peak", "rss_mib", "status_kib",
-           "wait_quiet"]
+__all__ = ["CpuAccount", "MemoryWatch", "cpu_seconds", "node_pid", "reset_peak", "rss_mib",
+           "status_kib", "wait_for_quiet_machine", "wait_quiet"]
 
 TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
 KIB_PER_MIB = 1024.0
@@ -150,3 +150,73 @@ def wait_quiet(pids: Sequence[int], *, threshold_pct: float = 10.0, window: floa
         if sum(u or 0.0 for u in usage) < threshold_pct:
             break
     return time.monotonic() - started
+
+
+def _machine_busy_seconds() -> float:
+    """CPU-seconds all CPUs spent not idle since boot (user, nice, system, irq, softirq, steal)."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / TICKS_PER_SECOND
+
+
+def _our_seconds(root: int) -> float:
+    """CPU-seconds of ``root`` and every live descendant, with their reaped children."""
+    parents: dict[int, int] = {}
+    used: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        parents[int(entry)] = int(fields[1])
+        used[int(entry)] = sum(int(f) for f in fields[11:15]) / TICKS_PER_SECOND
+    total = 0.0
+    for pid, seconds in used.items():
+        ancestor = pid
+        while ancestor not in (root, 0, 1) and ancestor in parents:
+            ancestor = parents[ancestor]
+        if ancestor == root:
+            total += seconds
+    return total
+
+
+class CpuAccount:
+    """How much CPU *other* work on the machine used while we measured.
+
+    ``foreign = machine busy time − CPU of this process and its descendants``
+    (nodes, CLIs, helpers), over the wall time, in % of one core (a 2-core
+    machine has 200 %).  A process of ours that exits and is reaped still
+    counts as ours; one that exits unreaped would count as foreign.
+    """
+
+    def __init__(self) -> None:
+        self.root = os.getpid()
+        self._start = (time.monotonic(), _machine_busy_seconds(), _our_seconds(self.root))
+
+    def foreign_pct(self) -> float:
+        """Other work's CPU since this account was made, in % of one core."""
+        wall, busy, ours = self._start
+        elapsed = time.monotonic() - wall
+        if elapsed <= 0:
+            return 0.0
+        other = (_machine_busy_seconds() - busy) - (_our_seconds(self.root) - ours)
+        return max(0.0, 100.0 * other / elapsed)
+
+
+def wait_for_quiet_machine(max_wait: float, threshold_pct: float = 25.0,
+                           window: float = 1.0) -> tuple[float, float]:
+    """Wait (at most ``max_wait`` s) until other work uses under ``threshold_pct`` of a core.
+
+    :returns: (seconds waited, other work's CPU in the last window, % of a core).
+    """
+    started = time.monotonic()
+    foreign = 0.0
+    while True:
+        account = CpuAccount()
+        time.sleep(window)
+        foreign = account.foreign_pct()
+        if foreign < threshold_pct or time.monotonic() - started >= max_wait:
+            return time.monotonic() - started, foreign

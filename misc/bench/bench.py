@@ -1,0 +1,192 @@
+"""The grid benchmark (``make bench``, ``make bench-compare``): a local grid, timed end to end.
+
+Builds a grid on 127.0.0.1 (an introducer, 10 storage servers, a client;
+3-of-10, happy 7) of our nodes, and with ``--compare`` also one of
+Tahoe-LAFS 1.20's (installed by ``misc/interop/install-tahoe-1.20.sh``),
+runs every workload of ``docs/performance.md`` against each, measures the
+controls (raw TCP, the core's encode speed, the Foolscap-only floor, servers
+that discard data) in the same run, and writes:
+
+* a table on stdout (medians with [min–max], ratios to Tahoe and to the controls,
+  the targets met or not);
+* ``--json`` (every raw timing, the plan, the machine, the derived figures);
+* ``--plot`` (PNG: upload time against size, log axes, with the fitted lines);
+* ``--markdown`` (the same tables for ``docs/performance.md``).
+
+Not a test: nothing here asserts a speed.  ``--smoke`` runs a tiny plan (3
+servers, 1 kB and 10 kB, one repetition) to check the harness.  Usage::
+
+    python misc/bench/bench.py [--compare] [--smoke] [--json F] [--plot F] [--markdown F]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+for _path in (str(HERE), str(ROOT)):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
+
+from bench_controls import encode_control, tcp_control  # noqa: E402
+from bench_derive import derive  # noqa: E402
+from bench_http import TestFiles  # noqa: E402
+from bench_plan import Plan, full_plan, smoke_plan  # noqa: E402
+from bench_proc import wait_for_quiet_machine  # noqa: E402
+from bench_report import main_rows, render, segment_rows, target_rows, write_json  # noqa: E402
+from bench_system import Sections, System, log, run_system  # noqa: E402
+from tests.support.nodes import our_tahoe  # noqa: E402
+
+__all__ = ["main"]
+
+
+def machine() -> dict[str, Any]:
+    """What the figures were measured on (and how busy it was)."""
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        commit = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
+                                capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
+    return {"cpus": os.cpu_count(), "cpu_model": model, "platform": platform.platform(),
+            "python": sys.version.split()[0], "commit": commit,
+            "memory_mib": os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2**20,
+            "loadavg_start": os.getloadavg(),
+            "started": time.strftime("%Y-%m-%d %H:%M:%S %z")}
+
+
+def run(plan: Plan, names: list[str], workdir: Path, with_controls: bool = True) -> dict[str, Any]:
+    """Measure the controls, then each system named (``ours``, ``tahoe``); the raw report."""
+    report: dict[str, Any] = {"machine": machine(), "plan": plan.as_dict(), "systems": {},
+                              "controls": {}}
+    files = TestFiles(workdir / "files")
+    controls = Sections("controls", report["controls"])
+    if with_controls:
+        report["controls"]["tcp"] = controls.run("raw TCP", lambda: tcp_control(
+            {**plan.sizes}, plan.total, plan.needed))
+        report["controls"]["encode"] = controls.run("encode (bench_core)", lambda: encode_control(
+            plan.encode_mib, plan.encode_repeat, workdir))
+    systems = []
+    if "ours" in names:
+        systems.append(System("ours", our_tahoe(), foolscap_only=True))
+    if "tahoe" in names:
+        from tests.support.tahoe120 import ensure_tahoe120
+        systems.append(System("tahoe", ensure_tahoe120(), foolscap_only=False,
+                              extra_foolscap_client=True))
+    for system in systems:
+        waited, foreign = wait_for_quiet_machine(plan.quiet_wait)
+        log(f"[{system.name}] waited {waited:.0f} s for a quieter machine (other work:"
+            f" {foreign:.0f}% of a core)")
+        started = time.monotonic()
+        report["systems"][system.name] = run_system(system, plan, workdir / system.name, files)
+        report["systems"][system.name]["total_s"] = time.monotonic() - started
+        report["systems"][system.name]["quiet_wait"] = {"seconds": waited,
+                                                        "foreign_cpu_pct": foreign}
+    report["machine"]["loadavg_end"] = os.getloadavg()
+    return report
+
+
+def tables(derived: dict[str, Any], markdown: bool = False) -> str:
+    """The main, segment-size and targets tables, one after the other."""
+    seg_header, seg_rows = segment_rows(derived)
+    parts = [render(["figure", "ours", "Tahoe 1.20", "ours/Tahoe", "control", "ours/control"],
+                    main_rows(derived), markdown),
+             render(seg_header, seg_rows, markdown),
+             render(["target", "ours", "verdict"], target_rows(derived), markdown)]
+    return "\n\n".join(parts)
+
+
+def errors_of(report: dict[str, Any]) -> dict[str, str]:
+    """Every failed section, as ``"system: section" -> message``."""
+    found = {f"controls: {k}": v for k, v in report["controls"].get("errors", {}).items()}
+    for name, system in report["systems"].items():
+        found.update({f"{name}: {k}": v for k, v in system.get("errors", {}).items()})
+    return found
+
+
+def measure(args: argparse.Namespace, plan: Plan) -> dict[str, Any]:
+    """Run the systems and controls the arguments ask for, in a work directory."""
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="tahoe-bench-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    try:
+        names = (args.systems or ("ours,tahoe" if args.compare else "ours")).split(",")
+        report = run(plan, [n.strip() for n in names], workdir, not args.skip_controls)
+    finally:
+        if args.workdir is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+    report["total_s"] = time.monotonic() - started
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark; 0 if every section ran, 1 if one failed (the rest is reported)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--compare", action="store_true",
+                        help="also run Tahoe-LAFS 1.20 (installed under ~/.cache if needed)")
+    parser.add_argument("--systems", default=None,
+                        help="comma-separated: ours, tahoe (default: ours; with --compare both)")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, one repetition")
+    parser.add_argument("--skip-controls", action="store_true",
+                        help="no raw-TCP and encode controls (the floor still runs per system)")
+    parser.add_argument("--json", type=Path, default=Path("bench-grid.json"))
+    parser.add_argument("--plot", type=Path, default=Path("bench-grid.png"))
+    parser.add_argument("--markdown", type=Path, help="also write the tables as Markdown")
+    parser.add_argument("--workdir", type=Path,
+                        help="where grids and test files go (default: a new temporary directory,"
+                        " removed at the end)")
+    parser.add_argument("--from-json", type=Path, metavar="JSON",
+                        help="measure nothing: redo the tables and plot from an earlier --json")
+    args = parser.parse_args(argv)
+    plan = smoke_plan() if args.smoke else full_plan()
+    if args.from_json:
+        report = json.loads(args.from_json.read_text())
+        report.pop("derived", None)
+        plan = Plan(**{k: v for k, v in report["plan"].items() if k in Plan.__dataclass_fields__})
+    else:
+        report = measure(args, plan)
+    derived = derive(report)
+    report["derived"] = derived
+    write_json(args.json, report)
+    foreign = [f["foreign_cpu_pct"].median for f in derived["systems"].values()
+               if f.get("foreign_cpu_pct") is not None]
+    title = (f"Upload time vs size, {plan.storage_nodes} servers, {plan.shares_text}, "
+             f"{report['machine']['cpus']} CPUs, {report['machine'].get('commit', '')}"
+             + (f", other work ~{max(foreign):.0f}% of a core" if foreign else ""))
+    try:
+        from bench_plot import plot
+        plot(args.plot, derived, title)
+    except ImportError as error:
+        log(f"no plot ({error}): install the 'bench' extra (matplotlib)")
+        report.setdefault("errors", {})["plot"] = str(error)
+    print(tables(derived))
+    if args.markdown:
+        args.markdown.write_text(tables(derived, markdown=True) + "\n")
+    print(f"\nwrote {args.json} and {args.plot} in {report['total_s']:.0f} s "
+          f"(load average {report['machine']['loadavg_start'][0]:.1f} at start, "
+          f"{report['machine']['loadavg_end'][0]:.1f} at the end)")
+    errors = errors_of(report)
+    for where, message in errors.items():
+        print(f"FAILED {where}: {message}", file=sys.stderr)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""What the grid benchmark measures and how often: the full plan and the smoke plan.
+
+The repetition counts keep a full ``make bench`` (our grid only) to about
+10 minutes and ``make bench-compare`` (also Tahoe-LAFS 1.20, which uploads
+at about 18 MB/s here) to about 25 minutes on a 2-core machine.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+__all__ = ["Plan", "full_plan", "smoke_plan"]
+
+KB = 1000
+MB = 1000 * KB
+KIB = 1024
+MIB = 1024 * KIB
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Sizes (bytes), repetition counts and grid shape of one benchmark run."""
+
+    storage_nodes: int = 10
+    needed: int = 3
+    happy: int = 7
+    total: int = 10
+    #: 1 kB uploads through the web API: timed count, untimed warm-up.
+    small_count: int = 50
+    small_warmup: int = 5
+    #: whole-process ``tahoe put`` of 1 kB.
+    cli_count: int = 20
+    #: the cost model: size -> repetitions.
+    sizes: dict[int, int] = field(default_factory=lambda: {
+        KB: 10, 10 * KB: 10, 100 * KB: 10, MB: 10, 10 * MB: 5, 100 * MB: 5})
+    #: whole downloads of the files of this size uploaded for the cost model.
+    download_size: int = 100 * MB
+    ranged_count: int = 30
+    #: client memory during uploads of these sizes (the first comes from the cost model).
+    memory_sizes: dict[int, int] = field(default_factory=lambda: {500 * MB: 2})
+    #: one-way delays (seconds) of the proxies in front of every storage server.
+    rtt_delays: tuple[float, ...] = (0.007, 0.025)
+    rtt_count: int = 20
+    rtt_warmup: int = 2
+    #: the cost model again, with ``[storage] debug_discard = true`` servers (and for
+    #: Tahoe's Foolscap-only client).
+    discard_sizes: dict[int, int] = field(default_factory=lambda: {
+        KB: 10, 10 * KB: 5, 100 * KB: 5, MB: 5, 10 * MB: 3, 100 * MB: 3})
+    #: maximum segment sizes, and the files (size -> repetitions) for each.
+    segment_sizes: tuple[int, ...] = (128 * KIB, MIB, 4 * MIB)
+    segment_files: dict[int, int] = field(default_factory=lambda: {MB: 5, 100 * MB: 3})
+    segment_ranged_count: int = 20
+    floor_count: int = 50
+    floor_warmup: int = 3
+    #: the encode control (bench_core.py): MiB and repetitions.
+    encode_mib: float = 64
+    encode_repeat: int = 3
+    #: seconds over which idle storage servers' CPU is measured.
+    idle_window: float = 10.0
+    #: the most seconds to wait for a grid to become quiet after it starts.
+    settle_timeout: float = 20.0
+    #: the most seconds to wait, before each system, for other work on the machine to calm down.
+    quiet_wait: float = 120.0
+
+    @property
+    def shares_text(self) -> str:
+        """``k/happy/N``."""
+        return f"{self.needed}/{self.happy}/{self.total}"
+
+    def as_dict(self) -> dict[str, object]:
+        """The plan for the JSON report."""
+        return dataclasses.asdict(self)
+
+
+def full_plan() -> Plan:
+    """The plan of ``make bench``."""
+    return Plan()
+
+
+def smoke_plan() -> Plan:
+    """Tiny sizes, one repetition, a 3-server grid: checks the harness end to end in ~1 minute."""
+    return Plan(
+        storage_nodes=3, needed=2, happy=3, total=3,
+        small_count=2, small_warmup=1, cli_count=1,
+        sizes={KB: 1, 10 * KB: 1}, download_size=10 * KB, ranged_count=1,
+        memory_sizes={20 * KB: 1},
+        rtt_delays=(0.002,), rtt_count=1, rtt_warmup=0,
+        discard_sizes={KB: 1, 10 * KB: 1},
+        segment_sizes=(4 * KIB, 8 * KIB), segment_files={10 * KB: 1}, segment_ranged_count=1,
+        floor_count=2, floor_warmup=1,
+        encode_mib=0.25, encode_repeat=1,
+        idle_window=0.2, settle_timeout=3.0, quiet_wait=0.0,
+    )

@@ -1,0 +1,84 @@
+"""Smoke runs of the grid benchmark harness (``misc/bench/bench.py --smoke``), so it cannot rot.
+
+The harness runs end to end at tiny sizes (a 3-server grid, 1 kB and 10 kB
+files, one repetition) and must produce its JSON, PNG and Markdown without a
+failed section.  No timing is asserted: benchmarks are not tests.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "misc" / "bench"
+SMOKE_TIMEOUT = 300.0
+
+sys.path.insert(0, str(BENCH))
+from bench_stats import fit_cost_model, summarize  # noqa: E402
+
+
+def _run_smoke(tmp_path: Path, *extra: str) -> tuple[dict[str, Any], subprocess.CompletedProcess]:
+    out = tmp_path / "out"
+    out.mkdir()
+    argv = [sys.executable, str(BENCH / "bench.py"), "--smoke", "--json", str(out / "b.json"),
+            "--plot", str(out / "b.png"), "--markdown", str(out / "b.md"),
+            "--workdir", str(tmp_path / "work"), *extra]
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    result = subprocess.run(argv, cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True,
+                            text=True, env=env, timeout=SMOKE_TIMEOUT)
+    assert result.returncode == 0, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr[-6000:]}"
+    report = json.loads((out / "b.json").read_text())
+    assert (out / "b.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "| figure |" in (out / "b.md").read_text()
+    return report, result
+
+
+def _assert_system_measured(system: dict[str, Any]) -> None:
+    assert not system["errors"], system["errors"]
+    assert system["small_upload_s"] and system["cli_put_s"]
+    assert set(system["uploads"]["seconds"]) == {"1000", "10000"}
+    assert system["download"]["bytes"] == [10000]
+    assert system["ranged_s"]
+    assert system["idle"]["storage_rss_mib"] and system["idle"]["client_rss_mib"]
+    assert system["memory"]["peak_rss_mib"]
+    assert set(system["rtt"]) == {"0.0", "0.002"}
+    assert system["floor"]["seconds"] and system["floor_plain"]["seconds"]
+    assert len(system["segments"]) == 2 and all(system["segments"].values())
+    assert system["discard"]["uploads"]["seconds"]
+
+
+def test_fit_recovers_a_cost_model() -> None:
+    """The relative least-squares fit returns A and B of exact A + B·size points."""
+    fit = fit_cost_model([(size, 0.005 + size / 50e6) for size in (1e3, 1e5, 1e7, 1e8)])
+    assert fit is not None
+    assert fit.a_ms == pytest.approx(5.0)
+    assert fit.throughput_mb_s == pytest.approx(50.0)
+    assert summarize([3.0, 1.0, 2.0]).median == 2.0  # type: ignore[union-attr]
+
+
+def test_bench_smoke_our_grid(tmp_path: Path) -> None:
+    """``bench.py --smoke`` runs every workload and control on our grid and writes its outputs."""
+    report, result = _run_smoke(tmp_path)
+    _assert_system_measured(report["systems"]["ours"])
+    assert not report["controls"]["errors"]
+    assert report["controls"]["tcp"]["seconds"]
+    assert report["controls"]["encode"]["cases"]["encode_core"]["mb_per_s"] > 0
+    assert report["derived"]["targets"]
+    assert "1 kB upload, web API" in result.stdout
+
+
+@pytest.mark.interop
+def test_bench_smoke_tahoe_grid(tmp_path: Path) -> None:
+    """``bench.py --smoke --systems tahoe`` runs every workload on a Tahoe-LAFS 1.20 grid."""
+    report, result = _run_smoke(tmp_path, "--systems", "tahoe", "--skip-controls")
+    tahoe = report["systems"]["tahoe"]
+    _assert_system_measured(tahoe)
+    assert tahoe["version"].startswith("tahoe-lafs/1.20")
+    assert tahoe["foolscap_client"]["small_upload_s"]
+    assert "ours" not in report["systems"]
