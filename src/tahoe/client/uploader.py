@@ -78,6 +78,7 @@ class _Push:
     sent_any: bool = False
     outstanding: int = 0
     closed: set[int] = field(factory=set)
+    closing: bool = False
     waiters: list[Deferred] = field(factory=list)
 
     @property
@@ -162,7 +163,9 @@ class _Upload:
         self.spares: list[StorageServerHandle] = []
         self.broker = uploader._broker
         self.aborted: str | None = None
+        self.all_sent = False
         self._allocations: list[Deferred] = []
+        self._closes: list[Deferred] = []
 
     # -- selection
 
@@ -233,6 +236,8 @@ class _Upload:
                 self._reassign(shnum, chunks, f"{push.name} refused share {shnum}")
         for shnum in list(push.pending):
             self._flush(push, shnum)
+        if self.all_sent:
+            self._close_push(push)
         push.wake()
 
     def _reassign(self, shnum: int, chunks: list[tuple[int, bytes]], why: str) -> None:
@@ -337,8 +342,23 @@ class _Upload:
             self._send(shnum, trailer.tail_offset, trailer.tail(shnum))
         self.read_cap = trailer.read_cap
 
+    def _close_push(self, push: _Push) -> None:
+        """Send ``close`` to each of a push's writers, right after its last write."""
+        if push.failed or push.closing:
+            return
+        push.closing = True
+        for shnum, writer in push.writers.items():
+            d = writer.callRemote("close")
+            d.addCallbacks(self._closed, self._push_failed, callbackArgs=(push, shnum),
+                           errbackArgs=(push,))
+            self._closes.append(d)
+
     async def _finish(self) -> None:
-        # Shares waiting for a writer (allocations still in flight) are sent when it arrives.
+        # Every byte is queued: close what is allocated now, the rest as writers arrive.
+        self.all_sent = True
+        for push in list(self.pushes.values()):
+            if push.allocated:
+                self._close_push(push)
         while True:
             waiting = [p for p in self.pushes.values() if not p.allocated and not p.failed]
             if not waiting:
@@ -346,16 +366,11 @@ class _Upload:
             await DeferredList(list(self._allocations), consumeErrors=True)
             if self.aborted:
                 raise UploadUnhappinessError(self.aborted, *self._counts())
-        closes = []
-        for push in self.pushes.values():
-            if push.failed:
-                continue
-            for shnum, writer in push.writers.items():
-                d = writer.callRemote("close")
-                d.addCallbacks(self._closed, self._push_failed, callbackArgs=(push, shnum),
-                               errbackArgs=(push,))
-                closes.append(d)
-        await DeferredList(closes, consumeErrors=True)
+        while True:
+            pending = [d for d in self._closes if not d.called]
+            if not pending:
+                break
+            await DeferredList(pending, consumeErrors=True)
         happiness = servers_of_happiness(self._sharemap())
         if happiness < self.params.happy:
             placed, _, happy = self._counts()
