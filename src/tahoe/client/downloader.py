@@ -20,7 +20,7 @@ Facts: ``reference/immutable.md`` §12, ``reference/storage-protocol.md`` §3.2,
 """
 from __future__ import annotations
 
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -46,6 +46,10 @@ WHOLE_SHARE_LIMIT = 256 * 1024
 UEB_GUESS = 2048
 #: Segments fetched ahead of the one being delivered.
 SEGMENTS_AHEAD = 3
+#: How long an open download of a large file is kept for further (ranged) reads.
+CACHE_SECONDS = 120.0
+#: How many open downloads are kept.
+CACHE_ENTRIES = 16
 #: Seconds a segment's blocks may take before another share is asked as well.
 SLOW_READ = 2.0
 #: Segments at least this large are decoded and decrypted in a worker thread.
@@ -100,6 +104,9 @@ class FileDownload:
         self._asked = 0
         self._answer_waiters: list[Deferred] = []
         self._clock = broker.clock
+        #: When it was last read (for :class:`Downloader`'s cache), and whether it failed.
+        self.last_used = float(self._clock.seconds())
+        self.failed = False
         #: Shares that were slow to answer; asked last from then on.
         self.slow: set[int] = set()
 
@@ -198,8 +205,10 @@ class FileDownload:
     async def _activate(self, count: int) -> None:
         """Open candidate shares until ``count`` distinct good ones are active."""
         while len(self.active) < count:
-            fresh = [s for s in self.candidates
-                     if s.shnum not in self.active and s.bad is None and s.layout is None]
+            # Primary shares (0..k-1) first: decoding from them is a concatenation.
+            fresh = sorted((s for s in self.candidates
+                            if s.shnum not in self.active and s.bad is None and s.layout is None),
+                           key=lambda s: s.shnum >= self.cap.needed)
             if not fresh:
                 if not self._all_answered():
                     d: Deferred = Deferred()
@@ -341,9 +350,14 @@ class FileDownload:
             self._stats.count("downloader.files_downloaded")
             self._stats.count("downloader.bytes_downloaded", max(0, end - offset))
             timer = self._stats.timer()
+        self.last_used = float(self._clock.seconds())
         if offset >= end:
             return
-        await self._ensure_open()
+        try:
+            await self._ensure_open()
+        except NotEnoughSharesError:
+            self.failed = True
+            raise
         geometry = self.verifier.geometry
         assert geometry is not None
         segments = list(geometry.segments_for_range(offset, end - offset))
@@ -355,7 +369,11 @@ class FileDownload:
                 in_flight.append((segnum, Deferred.fromCoroutine(self._fetch_blocks(segnum))))
                 next_index += 1
             segnum, pending = in_flight.popleft()
-            blocks = await pending
+            try:
+                blocks = await pending
+            except NotEnoughSharesError:
+                self.failed = True
+                raise
             if geometry.segment_length(segnum) >= THREAD_SEGMENT:
                 plain = await deferToThread(self._decode, segnum, blocks)
             else:
@@ -371,12 +389,29 @@ async def _await(d: Any) -> Any:
 
 
 class Downloader:
-    """Opens downloads of immutable files through the broker's servers."""
+    """Opens downloads of immutable files through the broker's servers.
+
+    Downloads of large files are kept for a while (:data:`CACHE_SECONDS`, at
+    most :data:`CACHE_ENTRIES`), so that a ranged read of a file read
+    recently reuses its open, verified shares and costs one round trip.
+    """
 
     def __init__(self, broker: StorageBroker, stats: Statistics | None = None) -> None:
         self._broker = broker
         self._stats = stats
+        self._cache: OrderedDict[str, FileDownload] = OrderedDict()
 
     def open(self, cap: CHKReadCap) -> FileDownload:
         """A download of ``cap`` (nothing is fetched until it is read)."""
-        return FileDownload(cap, self._broker, self._stats)
+        key = cap.to_string()
+        now = float(self._broker.clock.seconds())
+        cached = self._cache.pop(key, None)
+        if cached is not None and not cached.failed and now - cached.last_used < CACHE_SECONDS:
+            self._cache[key] = cached
+            return cached
+        download = FileDownload(cap, self._broker, self._stats)
+        if cap.size > WHOLE_SHARE_LIMIT * cap.needed:
+            self._cache[key] = download
+            while len(self._cache) > CACHE_ENTRIES:
+                self._cache.popitem(last=False)
+        return download
