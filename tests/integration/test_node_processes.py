@@ -196,6 +196,11 @@ def test_storage_nodes_show_every_server_connected_over_tcp(tool: TahoeTool, tmp
                              f"get_version answers at {node.url}", processes=[node.node.process],
                              ignore=(OSError, ValueError))
         assert {s["nodeid"]: s["connection_status"] for s in servers} == expected
+    for d in dirs:  # the node directory files Tahoe's nodes have
+        for name in ("my_nodeid", "node.pubkey", "permutation-seed", "private/node.pem",
+                     "private/node.privkey", "private/secret", "private/convergence",
+                     "private/storage.furl", "logs/incidents"):
+            assert (d / name).exists(), name
 
 
 def _all_answered(node: Gateway, count: int) -> list[dict[str, Any]] | None:

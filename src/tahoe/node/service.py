@@ -118,6 +118,8 @@ class Node:
     async def start(self) -> None:
         """Start every service the configuration asks for; ``node.url`` and FURL files last."""
         config = self.config
+        # Tahoe's nodes keep incident reports here; the running log itself goes to stdout.
+        (self.basedir / "logs" / "incidents").mkdir(parents=True, exist_ok=True)
         tub = create_tub(self.basedir, config.timeout_keepalive, config.timeout_disconnect)
         self.tub = tub
         tub.startService()
