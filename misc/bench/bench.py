@@ -14,9 +14,11 @@ that discard data) in the same run, and writes:
 * ``--markdown`` (the same tables for ``docs/performance.md``).
 
 Not a test: nothing here asserts a speed.  ``--smoke`` runs a tiny plan (3
-servers, 1 kB and 10 kB, one repetition) to check the harness.  Usage::
+servers, 1 kB and 10 kB, one repetition) to check the harness;
+``--sections directories,put`` runs only some parts.  Usage::
 
-    python misc/bench/bench.py [--compare] [--smoke] [--json F] [--plot F] [--markdown F]
+    python misc/bench/bench.py [--compare] [--smoke] [--sections A,B] [--json F] [--plot F]
+                               [--markdown F]
 """
 from __future__ import annotations
 
@@ -41,7 +43,7 @@ for _path in (str(HERE), str(ROOT)):
 from bench_controls import encode_control, tcp_control  # noqa: E402
 from bench_derive import derive  # noqa: E402
 from bench_http import TestFiles  # noqa: E402
-from bench_plan import Plan, full_plan, smoke_plan  # noqa: E402
+from bench_plan import SECTIONS, Plan, full_plan, parse_sections, smoke_plan  # noqa: E402
 from bench_proc import wait_for_quiet_machine  # noqa: E402
 from bench_report import main_rows, render, segment_rows, target_rows, write_json  # noqa: E402
 from bench_system import Sections, System, log, run_system  # noqa: E402
@@ -72,13 +74,17 @@ def machine() -> dict[str, Any]:
             "started": time.strftime("%Y-%m-%d %H:%M:%S %z")}
 
 
-def run(plan: Plan, names: list[str], workdir: Path, with_controls: bool = True) -> dict[str, Any]:
-    """Measure the controls, then each system named (``ours``, ``tahoe``); the raw report."""
+def run(plan: Plan, names: list[str], workdir: Path,
+        sections: tuple[str, ...] = tuple(SECTIONS)) -> dict[str, Any]:
+    """Measure the controls, then each system named (``ours``, ``tahoe``); the raw report.
+
+    :param sections: the section groups to run (:data:`bench_plan.SECTIONS`).
+    """
     report: dict[str, Any] = {"machine": machine(), "plan": plan.as_dict(), "systems": {},
-                              "controls": {}}
+                              "controls": {}, "sections": list(sections)}
     files = TestFiles(workdir / "files")
     controls = Sections("controls", report["controls"])
-    if with_controls:
+    if "controls" in sections:
         report["controls"]["tcp"] = controls.run("raw TCP", lambda: tcp_control(
             {**plan.sizes}, plan.total, plan.needed))
         report["controls"]["encode"] = controls.run("encode (bench_core)", lambda: encode_control(
@@ -95,7 +101,8 @@ def run(plan: Plan, names: list[str], workdir: Path, with_controls: bool = True)
         log(f"[{system.name}] waited {waited:.0f} s for a quieter machine (other work:"
             f" {foreign:.0f}% of a core)")
         started = time.monotonic()
-        report["systems"][system.name] = run_system(system, plan, workdir / system.name, files)
+        report["systems"][system.name] = run_system(system, plan, workdir / system.name, files,
+                                                   sections)
         report["systems"][system.name]["total_s"] = time.monotonic() - started
         report["systems"][system.name]["quiet_wait"] = {"seconds": waited,
                                                         "foreign_cpu_pct": foreign}
@@ -107,9 +114,12 @@ def tables(derived: dict[str, Any], markdown: bool = False) -> str:
     """The main, segment-size and targets tables, one after the other."""
     seg_header, seg_rows = segment_rows(derived)
     parts = [render(["figure", "ours", "Tahoe 1.20", "ours/Tahoe", "control", "ours/control"],
-                    main_rows(derived), markdown),
-             render(seg_header, seg_rows, markdown),
-             render(["target", "ours", "verdict"], target_rows(derived), markdown)]
+                    main_rows(derived), markdown)]
+    if seg_rows:
+        parts.append(render(seg_header, seg_rows, markdown))
+    targets = [row for row in target_rows(derived) if row[2] != "not measured"]
+    if targets:
+        parts.append(render(["target", "ours", "verdict"], targets, markdown))
     return "\n\n".join(parts)
 
 
@@ -128,7 +138,10 @@ def measure(args: argparse.Namespace, plan: Plan) -> dict[str, Any]:
     started = time.monotonic()
     try:
         names = (args.systems or ("ours,tahoe" if args.compare else "ours")).split(",")
-        report = run(plan, [n.strip() for n in names], workdir, not args.skip_controls)
+        sections = parse_sections(args.sections)
+        if args.skip_controls:
+            sections = tuple(s for s in sections if s != "controls")
+        report = run(plan, [n.strip() for n in names], workdir, sections)
     finally:
         if args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -144,6 +157,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--systems", default=None,
                         help="comma-separated: ours, tahoe (default: ours; with --compare both)")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, one repetition")
+    parser.add_argument("--sections", default=None, metavar="A,B",
+                        help="run only these section groups (default: all): "
+                        + ", ".join(f"{name} ({what})" for name, what in SECTIONS.items()))
     parser.add_argument("--skip-controls", action="store_true",
                         help="no raw-TCP and encode controls (the floor still runs per system)")
     parser.add_argument("--json", type=Path, default=Path("bench-grid.json"))
@@ -155,6 +171,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from-json", type=Path, metavar="JSON",
                         help="measure nothing: redo the tables and plot from an earlier --json")
     args = parser.parse_args(argv)
+    try:
+        parse_sections(args.sections)
+    except ValueError as error:
+        parser.error(str(error))
     plan = smoke_plan() if args.smoke else full_plan()
     if args.from_json:
         report = json.loads(args.from_json.read_text())

@@ -3,18 +3,52 @@
 The repetition counts keep a full ``make bench`` (our grid only) to about
 10 minutes and ``make bench-compare`` (also Tahoe-LAFS 1.20, which uploads
 at about 18 MB/s here) to about 25 minutes on a 2-core machine.
+
+:data:`SECTIONS` names the parts of a run that ``bench.py --sections`` can pick.
 """
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
 
-__all__ = ["Plan", "full_plan", "smoke_plan"]
+__all__ = ["SECTIONS", "Plan", "full_plan", "parse_sections", "smoke_plan"]
 
 KB = 1000
 MB = 1000 * KB
 KIB = 1024
 MIB = 1024 * KIB
+
+
+#: Section groups, in the order a run measures them, with what each covers.
+SECTIONS: dict[str, str] = {
+    "controls": "raw TCP and encode controls (once per run)",
+    "idle": "idle memory and CPU of the fresh grid, and after the workloads",
+    "small": "1 kB uploads through the web API",
+    "floor": "the Foolscap-only floor (our Tub settings, and Foolscap's plain Tub)",
+    "put": "tahoe put 1 kB (unlinked), whole process",
+    "directories": "tahoe put FILE alias:name, mkdir, cp -r of 1 kB trees up and down",
+    "cost": "the cost model uploads, 100 MB downloads and ranged reads",
+    "memory": "client memory during 500 MB uploads",
+    "foolscap": "Tahoe's Foolscap-only client (Tahoe only)",
+    "segments": "the segment-size variants",
+    "rtt": "round trips through delay proxies",
+    "discard": "the grid whose servers discard share data",
+}
+
+
+def parse_sections(text: str | None) -> tuple[str, ...]:
+    """``"a,b"`` -> the named sections in run order (every section when ``text`` is None).
+
+    :raises ValueError: for a name not in :data:`SECTIONS`.
+    """
+    if text is None:
+        return tuple(SECTIONS)
+    names = {n.strip() for n in text.split(",") if n.strip()}
+    unknown = sorted(names - set(SECTIONS))
+    if unknown or not names:
+        raise ValueError(f"unknown section(s) {', '.join(unknown) or '(none given)'}; "
+                         f"choose from {', '.join(SECTIONS)}")
+    return tuple(n for n in SECTIONS if n in names)
 
 
 @dataclass(frozen=True)
@@ -30,6 +64,17 @@ class Plan:
     small_warmup: int = 5
     #: whole-process ``tahoe put`` of 1 kB.
     cli_count: int = 20
+    #: the directories section (``bench_dirs.py``): ``tahoe put FILE alias:name`` of 1 kB
+    #: and ``tahoe mkdir`` (unlinked, and ``alias:name``), whole processes, this many each.
+    dir_put_count: int = 20
+    dir_mkdir_count: int = 10
+    #: ``tahoe cp -r`` of local trees up and down: (directories, 1 kB files per
+    #: directory, most repetitions); repetitions of a tree stop once its runs took
+    #: ``dir_budget_s`` seconds (the first always runs).
+    dir_trees: tuple[tuple[int, int, int], ...] = ((3, 100, 3), (10, 100, 3))
+    dir_budget_s: float = 45.0
+    #: whether each tree is also copied down again (grid -> local) and compared.
+    dir_download: bool = True
     #: the cost model: size -> repetitions.
     sizes: dict[int, int] = field(default_factory=lambda: {
         KB: 10, 10 * KB: 10, 100 * KB: 10, MB: 10, 10 * MB: 5, 100 * MB: 5})
@@ -82,6 +127,7 @@ def smoke_plan() -> Plan:
     return Plan(
         storage_nodes=3, needed=2, happy=3, total=3,
         small_count=2, small_warmup=1, cli_count=1,
+        dir_put_count=1, dir_mkdir_count=1, dir_trees=((2, 3, 1),), dir_budget_s=0.0,
         sizes={KB: 1, 10 * KB: 1}, download_size=10 * KB, ranged_count=1,
         memory_sizes={20 * KB: 1},
         rtt_delays=(0.002,), rtt_count=1, rtt_warmup=0,

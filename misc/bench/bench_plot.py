@@ -73,7 +73,8 @@ def plot(path: Path, derived: dict[str, Any], title: str) -> None:
     axes.set_ylabel("upload time (s), median with min–max")
     axes.set_title(title, fontsize=10)
     axes.grid(True, which="both", linewidth=0.3)
-    axes.legend(fontsize=7, loc="upper left")
+    if axes.get_legend_handles_labels()[0]:
+        axes.legend(fontsize=7, loc="upper left")
     figure.tight_layout()
     figure.savefig(path)
     plt.close(figure)

@@ -155,11 +155,31 @@ def main_rows(derived: dict[str, Any]) -> list[list[str]]:
             rows.append(_row("  RTTs beyond the no-delay time",
                              o.get("round_trips_beyond_no_delay"),
                              t.get("round_trips_beyond_no_delay")))
+    rows.extend(_directory_rows(ours.get("directories") or {}, tahoe.get("directories") or {}))
     rows.append(_row("other work on the machine, per section (% of a core)",
                      *both("foreign_cpu_pct")))
     for name, speed in (controls.get("encode_MBps") or {}).items():
         rows.append(["control: " + name.replace("_", " ") + " (MB/s)", "", "", "",
                      number(speed), ""])
+    # A run of some sections only (``--sections``) leaves the other rows empty.
+    return [row for row in rows if any(row[i] not in ("", "–") for i in (1, 2, 4))]
+
+
+def _directory_rows(ours: dict[str, Any], tahoe: dict[str, Any]) -> list[list[str]]:
+    """``tahoe put alias:``, ``mkdir`` and ``cp -r`` rows (whole CLI processes)."""
+    if not ours and not tahoe:
+        return []
+    rows = [_row(f"tahoe {label}, whole process (ms)", ours.get(key), tahoe.get(key))
+            for label, key in (("put 1 kB FILE alias:name", "put_alias_ms"),
+                               ("mkdir (unlinked)", "mkdir_unlinked_ms"),
+                               ("mkdir alias:name", "mkdir_alias_ms"))]
+    ours_cp, tahoe_cp = ours.get("cp", {}), tahoe.get("cp", {})
+    for files in sorted(set(ours_cp) | set(tahoe_cp)):
+        o, t = ours_cp.get(files, {}), tahoe_cp.get(files, {})
+        dirs = o.get("dirs") or t.get("dirs")
+        for way, key in (("up", "up_files_per_s"), ("down", "down_files_per_s")):
+            rows.append(_row(f"tahoe cp -r {way}, {files} files of 1 kB in {dirs} dirs"
+                             " (files/s)", o.get(key), t.get(key)))
     return rows
 
 

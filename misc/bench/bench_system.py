@@ -4,23 +4,25 @@ For a system (ours, or Tahoe-LAFS 1.20) this starts a grid of ``Plan.storage_nod
 storage servers and a client, measures (idle memory and CPU, 1 kB uploads,
 the Foolscap floor, ``tahoe put``, the cost model, downloads and ranged
 reads, memory during large uploads, the segment-size variants, round trips
-through delay proxies), stops that grid, and repeats the cost model on a
-grid whose servers discard share data.  A section that fails is recorded in
-``errors`` and the run goes on.
+through delay proxies, and the directory commands of its own ``tahoe`` CLI),
+stops that grid, and repeats the cost model on a grid whose servers discard
+share data.  Only the section groups asked for run (``bench.py --sections``).
+A section that fails is recorded in ``errors`` and the run goes on.
 """
 from __future__ import annotations
 
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench_dirs import directories
 from bench_grid import BenchGrid, BenchNode
 from bench_http import TestFiles
-from bench_plan import Plan
+from bench_plan import SECTIONS, Plan
 from bench_proc import CpuAccount, rss_mib, wait_quiet
 from bench_workloads import (cli_puts, downloads, floor, idle_metrics, ranged_reads,
                              round_trips, sized_uploads, small_uploads)
@@ -83,81 +85,116 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def run_system(system: System, plan: Plan, workdir: Path, files: TestFiles) -> dict[str, Any]:
-    """Every measurement of one implementation; raw samples in a JSON-ready dict."""
-    results: dict[str, Any] = {"tahoe": str(system.tahoe)}
+MAIN_GRID_SECTIONS = ("idle", "small", "floor", "put", "directories", "cost", "memory",
+                      "foolscap", "segments", "rtt")
+
+
+def run_system(system: System, plan: Plan, workdir: Path, files: TestFiles,
+               wanted: Sequence[str] = tuple(SECTIONS)) -> dict[str, Any]:
+    """Every measurement of one implementation; raw samples in a JSON-ready dict.
+
+    :param wanted: the section groups to run (:data:`bench_plan.SECTIONS`); the
+        main grid starts only if one of its sections is wanted, the grid of
+        discarding servers only for ``discard``.
+    """
+    results: dict[str, Any] = {"tahoe": str(system.tahoe), "sections": list(wanted)}
     sections = Sections(system.name, results)
     tool = TahoeTool(system.tahoe, workdir / "logs")
     results["version"] = sections.run("version", tool.version)
     shares = Shares(plan.needed, plan.happy, plan.total)
     with ProcessSet() as processes:
-        grid = BenchGrid(tool, workdir / "grid", processes, plan.storage_nodes, shares,
-                         server_foolscap=system.foolscap_only)
-        started = time.monotonic()
-        sections.run("grid start", grid.start)
-        client = sections.run("client start", lambda: grid.start_client(
-            "client", force_foolscap=system.foolscap_only))
-        results["grid_start_s"] = time.monotonic() - started
-        if client is not None:
-            _main_grid(system, plan, grid, client, files, sections)
-        grid.stop(remove=True)
-        discard = BenchGrid(tool, workdir / "grid-discard", processes, plan.storage_nodes,
-                            shares, server_foolscap=system.foolscap_only,
-                            storage_settings={"storage": {"debug_discard": "true"}})
-        sections.run("discard grid start", discard.start)
-        # Foolscap client: Tahoe 1.20's HTTPS storage never completes an upload to a
-        # debug_discard server (BucketWriter.write returns before recording the range).
-        client = sections.run("discard client start", lambda: discard.start_client(
-            "client", force_foolscap=True))
-        if client is not None:
-            discard.settle(plan.settle_timeout)
-            results["discard"] = {
-                "small_upload_s": sections.run("discard: 1 kB uploads", lambda: small_uploads(
-                    client, plan.small_count, plan.small_warmup)),
-                "uploads": sections.run("discard: cost model", lambda: sized_uploads(
-                    client, files, plan.discard_sizes)),
-            }
-        discard.stop(remove=True)
+        if any(name in wanted for name in MAIN_GRID_SECTIONS):
+            grid = BenchGrid(tool, workdir / "grid", processes, plan.storage_nodes, shares,
+                             server_foolscap=system.foolscap_only)
+            started = time.monotonic()
+            sections.run("grid start", grid.start)
+            client = sections.run("client start", lambda: grid.start_client(
+                "client", force_foolscap=system.foolscap_only))
+            results["grid_start_s"] = time.monotonic() - started
+            if client is not None:
+                _main_grid(system, plan, grid, client, files, sections, wanted, workdir)
+            grid.stop(remove=True)
+        if "discard" in wanted:
+            _discard_grid(plan, tool, workdir, processes, shares, files, sections,
+                          system.foolscap_only)
     return results
 
 
+def _discard_grid(plan: Plan, tool: TahoeTool, workdir: Path, processes: ProcessSet,
+                  shares: Shares, files: TestFiles, sections: Sections,
+                  server_foolscap: bool) -> None:
+    discard = BenchGrid(tool, workdir / "grid-discard", processes, plan.storage_nodes,
+                        shares, server_foolscap=server_foolscap,
+                        storage_settings={"storage": {"debug_discard": "true"}})
+    sections.run("discard grid start", discard.start)
+    # Foolscap client: Tahoe 1.20's HTTPS storage never completes an upload to a
+    # debug_discard server (BucketWriter.write returns before recording the range).
+    client = sections.run("discard client start", lambda: discard.start_client(
+        "client", force_foolscap=True))
+    if client is not None:
+        discard.settle(plan.settle_timeout)
+        sections.results["discard"] = {
+            "small_upload_s": sections.run("discard: 1 kB uploads", lambda: small_uploads(
+                client, plan.small_count, plan.small_warmup)),
+            "uploads": sections.run("discard: cost model", lambda: sized_uploads(
+                client, files, plan.discard_sizes)),
+        }
+    discard.stop(remove=True)
+
+
 def _main_grid(system: System, plan: Plan, grid: BenchGrid, client: BenchNode,
-               files: TestFiles, sections: Sections) -> None:
+               files: TestFiles, sections: Sections, wanted: Sequence[str],
+               workdir: Path) -> None:
     results = sections.results
     results["settle_s"] = grid.settle(plan.settle_timeout)
-    results["idle"] = sections.run("idle memory and CPU",
-                                   lambda: idle_metrics(grid, client, plan.idle_window))
-    results["small_upload_s"] = sections.run("1 kB uploads (web API)", lambda: small_uploads(
-        client, plan.small_count, plan.small_warmup))
-    results["floor"] = sections.run("Foolscap floor", lambda: floor(
-        grid, plan.floor_count, plan.floor_warmup))
-    results["floor_plain"] = sections.run("Foolscap floor, plain Tub", lambda: floor(
-        grid, plan.floor_count, plan.floor_warmup, plain=True))
-    results["cli_put_s"] = sections.run("tahoe put 1 kB", lambda: cli_puts(
-        system.tahoe, client, files, plan.cli_count))
-    uploads = sections.run("cost model uploads", lambda: sized_uploads(
-        client, files, plan.sizes, watch_from=plan.download_size))
-    results["uploads"] = uploads
-    caps = (uploads or {}).get("caps", {}).get(str(plan.download_size), [])
-    if caps:
-        results["download"] = sections.run("downloads", lambda: downloads(client, caps))
-        results["ranged_s"] = sections.run("1 KiB ranged reads", lambda: ranged_reads(
-            client, caps[0], plan.download_size, plan.ranged_count))
-    results["memory"] = sections.run("large uploads (memory)", lambda: sized_uploads(
-        client, files, plan.memory_sizes, watch_from=0))
-    results["client_rss_after_mib"] = rss_mib(client.pid)
-    if system.extra_foolscap_client:
+    if "idle" in wanted:
+        results["idle"] = sections.run("idle memory and CPU",
+                                       lambda: idle_metrics(grid, client, plan.idle_window))
+    if "small" in wanted:
+        results["small_upload_s"] = sections.run("1 kB uploads (web API)", lambda: small_uploads(
+            client, plan.small_count, plan.small_warmup))
+    if "floor" in wanted:
+        results["floor"] = sections.run("Foolscap floor", lambda: floor(
+            grid, plan.floor_count, plan.floor_warmup))
+        results["floor_plain"] = sections.run("Foolscap floor, plain Tub", lambda: floor(
+            grid, plan.floor_count, plan.floor_warmup, plain=True))
+    if "put" in wanted:
+        results["cli_put_s"] = sections.run("tahoe put 1 kB", lambda: cli_puts(
+            system.tahoe, client, files, plan.cli_count))
+    if "directories" in wanted:
+        results["directories"] = sections.run("directories (CLI)", lambda: directories(
+            system.tahoe, client, workdir / "dirs", put_count=plan.dir_put_count,
+            mkdir_count=plan.dir_mkdir_count, trees=plan.dir_trees, budget=plan.dir_budget_s,
+            download=plan.dir_download))
+    if "cost" in wanted:
+        uploads = sections.run("cost model uploads", lambda: sized_uploads(
+            client, files, plan.sizes, watch_from=plan.download_size))
+        results["uploads"] = uploads
+        caps = (uploads or {}).get("caps", {}).get(str(plan.download_size), [])
+        if caps:
+            results["download"] = sections.run("downloads", lambda: downloads(client, caps))
+            results["ranged_s"] = sections.run("1 KiB ranged reads", lambda: ranged_reads(
+                client, caps[0], plan.download_size, plan.ranged_count))
+    if "memory" in wanted:
+        results["memory"] = sections.run("large uploads (memory)", lambda: sized_uploads(
+            client, files, plan.memory_sizes, watch_from=0))
+    if "idle" in wanted:
+        results["client_rss_after_mib"] = rss_mib(client.pid)
+    if system.extra_foolscap_client and "foolscap" in wanted:
         results["foolscap_client"] = sections.run(
             "Foolscap-only client", lambda: _foolscap_client(plan, grid, files))
-    results["segments"] = {}
-    for segment_size in plan.segment_sizes:
-        results["segments"][str(segment_size)] = sections.run(
-            f"segment size {segment_size}", lambda s=segment_size: _segment_variant(
-                plan, grid, files, s, system.foolscap_only))
-    results["rtt"] = sections.run("round trips (delay proxies)", lambda: round_trips(
-        grid, plan.rtt_delays, plan.rtt_count, plan.rtt_warmup))
-    results["idle_after"] = sections.run("idle after the workloads", lambda: idle_metrics(
-        grid, client, min(plan.idle_window, 2.0)))
+    if "segments" in wanted:
+        results["segments"] = {}
+        for segment_size in plan.segment_sizes:
+            results["segments"][str(segment_size)] = sections.run(
+                f"segment size {segment_size}", lambda s=segment_size: _segment_variant(
+                    plan, grid, files, s, system.foolscap_only))
+    if "rtt" in wanted:
+        results["rtt"] = sections.run("round trips (delay proxies)", lambda: round_trips(
+            grid, plan.rtt_delays, plan.rtt_count, plan.rtt_warmup))
+    if "idle" in wanted:
+        results["idle_after"] = sections.run("idle after the workloads", lambda: idle_metrics(
+            grid, client, min(plan.idle_window, 2.0)))
 
 
 def _foolscap_client(plan: Plan, grid: BenchGrid, files: TestFiles) -> dict[str, Any]:

@@ -51,6 +51,9 @@ def _assert_system_measured(system: dict[str, Any]) -> None:
     assert system["floor"]["seconds"] and system["floor_plain"]["seconds"]
     assert len(system["segments"]) == 2 and all(system["segments"].values())
     assert system["discard"]["uploads"]["seconds"]
+    directories = system["directories"]
+    assert directories["put_s"] and directories["mkdir_unlinked_s"] and directories["mkdir_alias_s"]
+    assert directories["cp"]["6"]["up_s"] and directories["cp"]["6"]["down_s"]
 
 
 def test_fit_recovers_a_cost_model() -> None:
@@ -71,6 +74,25 @@ def test_bench_smoke_our_grid(tmp_path: Path) -> None:
     assert report["controls"]["encode"]["cases"]["encode_core"]["mb_per_s"] > 0
     assert report["derived"]["targets"]
     assert "1 kB upload, web API" in result.stdout
+    assert "tahoe cp -r up, 6 files of 1 kB in 2 dirs" in result.stdout
+
+
+def test_bench_sections_pick_parts(tmp_path: Path) -> None:
+    """``--sections directories`` runs that part alone, with no controls and no other section."""
+    report, _ = _run_smoke(tmp_path, "--sections", "directories")
+    ours = report["systems"]["ours"]
+    assert not ours["errors"], ours["errors"]
+    assert ours["directories"]["cp"]["6"]["up_s"]
+    assert "uploads" not in ours and "discard" not in ours and "rtt" not in ours
+    assert "tcp" not in report["controls"]
+
+
+def test_bench_rejects_an_unknown_section(tmp_path: Path) -> None:
+    """A misspelt section name stops the run before any grid starts, naming the choices."""
+    result = subprocess.run([sys.executable, str(BENCH / "bench.py"), "--sections", "dirs"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "unknown section(s) dirs" in result.stderr and "directories" in result.stderr
 
 
 @pytest.mark.interop

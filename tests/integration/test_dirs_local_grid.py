@@ -9,7 +9,6 @@ into a directory.
 from __future__ import annotations
 
 import base64
-import filecmp
 import json
 import os
 import random
@@ -24,6 +23,7 @@ import pytest
 from tests.support.dirapi import WebAPI, multipart
 from tests.support.nodes import our_tahoe
 from tests.support.proxied_grid import ProxiedGrid
+from tests.support.trees import same_trees
 from tests.vectors import load
 
 EXISTING = "There was already a child by that name, and you asked me to not replace it."
@@ -307,15 +307,7 @@ def test_cli_against_our_gateway(local_grid: ProxiedGrid, tmp_path: Path) -> Non
     run_cli(cli_dir, "cp", "-r", tree, "work:copy")
     back = tmp_path / "back"
     run_cli(cli_dir, "cp", "-r", "work:copy", back)
-    comparison = filecmp.dircmp(tree, back / "copy" / "tree")
-    pending = [comparison]
-    while pending:
-        current = pending.pop()
-        assert not (current.left_only or current.right_only or current.diff_files)
-        _, mismatch, errors = filecmp.cmpfiles(current.left, current.right,
-                                               current.common_files, shallow=False)
-        assert not mismatch and not errors
-        pending.extend(current.subdirs.values())
+    assert same_trees(tree, back / "copy" / "tree")
 
 
 def test_small_put_into_directory_takes_four_round_trips(local_grid: ProxiedGrid,

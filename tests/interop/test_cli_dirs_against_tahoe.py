@@ -15,7 +15,6 @@ so that no other upload finds its shares already stored.
 """
 from __future__ import annotations
 
-import filecmp
 import os
 import random
 import subprocess
@@ -26,6 +25,7 @@ import pytest
 
 from tests.support.grid import ClientFactory, Gateway, Grid
 from tests.support.nodes import our_tahoe
+from tests.support.trees import same_trees
 
 pytestmark = pytest.mark.interop
 
@@ -60,22 +60,6 @@ def make_tree(root: Path, seed: str, files: int, size: int = 1000) -> None:
         directory = directories[i % len(directories)]
         (directory / f"file-{i:03d}.bin").write_bytes(rng.randbytes(size + i % 7))
     (root / "tiny.txt").write_bytes(b"small enough for a LIT cap " + seed.encode())
-
-
-def same_trees(left: Path, right: Path) -> bool:
-    """Whether two local trees hold the same names and the same bytes."""
-    comparison = filecmp.dircmp(left, right)
-    pending = [comparison]
-    while pending:
-        current = pending.pop()
-        if current.left_only or current.right_only or current.funny_files:
-            return False
-        _, mismatch, errors = filecmp.cmpfiles(current.left, current.right,
-                                               current.common_files, shallow=False)
-        if mismatch or errors:
-            return False
-        pending.extend(current.subdirs.values())
-    return True
 
 
 def file_lines(listing: str) -> list[str]:
