@@ -15,7 +15,8 @@ CORE_PACKAGES = ["util", "crypto", "caps", "immutable", "mutable", "dirnode"]
 CORE_FILES = [
     *(f"storage/{name}.py" for name in (
         "__init__", "errors", "paths", "leases", "randomaccess", "immutable_container",
-        "mutable_container", "containers", "space", "ranges", "arguments", "advisories")),
+        "mutable_container", "containers", "space", "ranges", "arguments", "advisories",
+        "crawl_state")),
     *(f"introducer/{name}.py" for name in ("__init__", "errors", "announcement")),
     "client/__init__.py", "client/placement.py",
     *(f"node/{name}.py" for name in ("__init__", "errors", "config", "values", "yaml_files")),

@@ -42,6 +42,7 @@ SUBCOMMANDS: Mapping[str, str] = {
     "mv": "tahoe.cli.mv",
     "ln": "tahoe.cli.ln",
     "grid": "tahoe.cli.grid",
+    "admin": "tahoe.cli.admin",
 }
 _SUMMARIES = {
     "create-node": "Create a node that acts as a client, server or both.",
@@ -61,6 +62,7 @@ _SUMMARIES = {
     "mv": "Move a file within the grid.",
     "ln": "Make an additional link to an existing file or directory.",
     "grid": "Start, stop or inspect a local grid of nodes on 127.0.0.1.",
+    "admin": "Administrative commands (migrate-crawler).",
 }
 _FLAGS = frozenset({"-V", "--version", "--version-and-path", "-h", "--help", "-q", "--quiet"})
 _VALUE_OPTIONS = frozenset({"--node-directory", "--wormhole-server", "--wormhole-invite-appid",

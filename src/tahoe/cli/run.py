@@ -83,6 +83,11 @@ def run(argv: list[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, str])
     except ConfigError as error:
         stderr.write(f"Configuration error:\n{error}\n")
         return EXIT_ERROR
+    legacy = _legacy_crawler_state(nodedir)
+    if legacy:
+        stderr.write(f"ERROR: {legacy} is crawler state pickled by Tahoe-LAFS before 1.17;"
+                     f" convert it first with: tahoe admin migrate-crawler {basedir}\n")
+        return EXIT_ERROR
     pidfile = Path(basedir) / "running.process"
     busy = check_not_running(pidfile)
     if busy:
@@ -91,6 +96,17 @@ def run(argv: list[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, str])
     stdout.write(f"running node in {basedir}\n")
     stdout.flush()
     return _run_reactor(nodedir, pidfile, args.allow_stdin_close, stderr)
+
+
+def _legacy_crawler_state(nodedir: Any) -> str | None:
+    """The first pickled crawler state file in the node's storage directory, if any."""
+    from ..storage.crawl_state import LEGACY_STATE_FILES
+    storage = nodedir.config.storage
+    if not storage.enabled:
+        return None
+    storage_dir = Path(nodedir.config_path(storage.storage_dir))
+    found = [storage_dir / name for name in LEGACY_STATE_FILES if (storage_dir / name).exists()]
+    return str(found[0]) if found else None
 
 
 def _run_reactor(nodedir: Any, pidfile: Path, allow_stdin_close: bool, stderr: TextIO) -> int:

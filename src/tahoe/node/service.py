@@ -24,6 +24,8 @@ from ..introducer.client import IntroducerClient
 from ..introducer.errors import IntroducerError
 from ..introducer.server import IntroducerService
 from ..stats.node import NodeStatistics
+from ..storage.crawler import BucketCountingCrawler, LeaseCheckingCrawler
+from ..storage.leases import ExpiryPolicy
 from ..storage.rpc import StorageServerRPC
 from ..storage.server import StorageServer
 from ..util.errors import EncodingError
@@ -108,6 +110,7 @@ class Node:
         self.client: ClientServices | None = None
         self.web_port: Any = None
         self.stats: NodeStatistics | None = None
+        self.crawlers: list[Any] = []
         self.nickname = "" if self.config.nickname == "<unspecified>" else self.config.nickname
 
     @property
@@ -211,8 +214,16 @@ class Node:
             application_version=APPLICATION_VERSION.encode("ascii"),
             reserved_space=storage.reserved_space, readonly=storage.readonly,
             debug_discard=storage.debug_discard)
+        expire = storage.expire
+        policy = ExpiryPolicy(expire.mode, expire.override_lease_duration,  # type: ignore[arg-type]
+                              expire.cutoff_date, expire.immutable, expire.mutable)
+        self.crawlers = [BucketCountingCrawler(storage_dir, self.clock),
+                         LeaseCheckingCrawler(storage_dir, self.clock, policy, expire.enabled)]
+        for crawler in self.crawlers:
+            crawler.start()
         assert self.stats is not None
-        self.stats.add_storage_server(self.storage_server, storage_dir)
+        self.stats.add_storage_server(self.storage_server, storage_dir,
+                                      expired=lambda: self.crawlers[1].deleted_shares)
         furl = register_persistent(self.tub, StorageServerRPC(self.storage_server,
                                                               self.stats.statistics),
                                    self.basedir / "private" / "storage.furl")
@@ -238,6 +249,8 @@ class Node:
 
     async def stop(self) -> None:
         """Stop listening and connecting."""
+        for crawler in self.crawlers:
+            crawler.stop()
         if self.stats is not None:
             self.stats.stop()
         for client in self.introducer_clients:

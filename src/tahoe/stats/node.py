@@ -64,18 +64,22 @@ class NodeStatistics:
         values.update(self._memory())
         return values
 
-    def add_storage_server(self, server: Any, storage_dir: str | os.PathLike[str]) -> None:
+    def add_storage_server(self, server: Any, storage_dir: str | os.PathLike[str],
+                           expired: Callable[[], int] = lambda: 0) -> None:
         """Report the storage server's space and the shares under ``storage_dir``.
 
         :param server: has ``stats()`` (a ``StorageStats``).
+        :param expired: how many shares garbage collection has deleted so far.
         """
         shares_dir = os.path.join(os.fspath(storage_dir), paths.SHARES_DIR)
         counters = self.statistics.counters
 
-        def changes() -> tuple[int, int]:
-            # shares appear at close (immutable) and appear or go at writev (mutable)
+        def changes() -> tuple[int, int, int]:
+            # shares appear at close (immutable), appear or go at writev (mutable),
+            # and go when garbage collection deletes them
             now = counters()
-            return now.get("storage_server.close", 0), now.get("storage_server.writev", 0)
+            return (now.get("storage_server.close", 0), now.get("storage_server.writev", 0),
+                    expired())
 
         counter = ShareCounter(shares_dir, self._clock,
                                self._run_in_thread or reactor_thread_runner(self._clock),

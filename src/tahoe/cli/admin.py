@@ -1,0 +1,103 @@
+"""``tahoe admin migrate-crawler``: convert a storage node's pickled crawler state to JSON.
+
+Tahoe-LAFS before 1.17 kept the crawlers' state (``storage-protocol.md``
+§4.7) as Python pickles named without ``.json``; a node refuses to start
+while one is there, and this command converts each into its ``.json`` file
+and removes the pickle. Only plain data is accepted from a pickle (dicts,
+lists, tuples, sets, text, bytes, numbers): anything else stops the conversion of
+that file with an error and leaves it in place. Standard library only.
+"""
+from __future__ import annotations
+
+import codecs
+import functools
+import io
+import json
+import os
+import pickle
+from collections.abc import Mapping
+from typing import Any, TextIO
+
+from ..storage.crawl_state import LEGACY_STATE_FILES, json_safe
+from .errors import CLIError
+from .gateway import ArgumentParser, HelpShown, node_directory, report
+
+__all__ = ["run", "migrate_crawler"]
+
+#: What a pickle of plain data may name: sets, and the codec call that
+#: protocol-2 pickles use for byte strings.
+_PLAIN = {("builtins", "set"): set, ("builtins", "frozenset"): frozenset,
+          ("__builtin__", "set"): set, ("__builtin__", "frozenset"): frozenset,
+          ("_codecs", "encode"): codecs.encode}
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in _PLAIN:
+            return _PLAIN[module, name]
+        raise pickle.UnpicklingError(f"refusing to load {module}.{name}: not plain data")
+
+
+class MigrationError(CLIError):
+    """A state file could not be converted."""
+
+
+def _storage_dir(basedir: str) -> str:
+    from ..node.errors import ConfigError, NodeDirectoryError
+    from ..node.nodedir import read_node_directory
+    try:
+        nodedir = read_node_directory(basedir)
+    except (ConfigError, NodeDirectoryError) as error:
+        raise MigrationError(str(error)) from None
+    return nodedir.config_path(nodedir.config.storage.storage_dir)
+
+
+def migrate_crawler(storage_dir: str, out: TextIO) -> int:
+    """Convert every legacy state file in ``storage_dir``; the number converted."""
+    converted = 0
+    for name in LEGACY_STATE_FILES:
+        old = os.path.join(storage_dir, name)
+        if not os.path.exists(old):
+            continue
+        try:
+            with open(old, "rb") as f:
+                state = _PlainUnpickler(io.BytesIO(f.read()), encoding="latin-1").load()
+        except (OSError, pickle.UnpicklingError, EOFError, ValueError, AttributeError) as error:
+            raise MigrationError(f"cannot convert {old}: {error}") from None
+        new = old + ".json"
+        tmp = new + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(json_safe(state), f, sort_keys=True)
+        os.replace(tmp, new)
+        os.remove(old)
+        out.write(f"Migrated {old} to {new}\n")
+        converted += 1
+    return converted
+
+
+def run(argv: list[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, str]) -> int:
+    """``tahoe admin migrate-crawler [--basedir DIR | NODEDIR]``: 0, or 1 with a message."""
+    parser = ArgumentParser(stdout, prog="tahoe admin",
+                            description="Administrative commands for a node directory.")
+    parser.add_argument("--node-directory", "-d", help="the node directory")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND",
+                                     parser_class=functools.partial(ArgumentParser, stdout))
+    migrate = commands.add_parser(
+        "migrate-crawler", help="convert pickled crawler state (Tahoe < 1.17) to JSON",
+        description="Convert the storage crawlers' pickled state files of Tahoe-LAFS before"
+        " 1.17 into the JSON files this version reads.")
+    migrate.add_argument("--basedir", "-C", help="the node directory (Tahoe's spelling)")
+    migrate.add_argument("nodedir", nargs="?", help="the node directory [default: ~/.tahoe]")
+    try:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help()
+            return 1
+        basedir = node_directory(args.basedir or args.nodedir or args.node_directory, env)
+        if migrate_crawler(_storage_dir(basedir), stdout) == 0:
+            stdout.write("Nothing to migrate: no pickled crawler state found.\n")
+        return 0
+    except HelpShown:
+        return 0
+    except CLIError as error:
+        return report(error, stderr)

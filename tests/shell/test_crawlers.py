@@ -1,0 +1,276 @@
+"""The storage crawlers on real share files: bucket counting, lease expiry, resuming, state files.
+
+A ``twisted.internet.task.Clock`` drives time, so a slice runs whole unless
+``slice_seconds`` is 0 (then each slice does one bucket). Shares are made by
+the real :class:`StorageServer` on a temporary directory, with leases dated
+by the same clock.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pickle
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from twisted.internet.task import Clock
+
+from tahoe.cli.main import run as tahoe
+from tahoe.storage import paths
+from tahoe.storage.containers import open_container
+from tahoe.storage.crawler import BucketCountingCrawler, LeaseCheckingCrawler
+from tahoe.storage.disk import open_file
+from tahoe.storage.leases import LEASE_DURATION, ExpiryPolicy
+from tahoe.storage.server import StorageServer
+from tests.shell.storage_support import make_server
+
+START = 1_750_000_000.0
+DAY = 86400
+
+
+@pytest.fixture
+def clock() -> Clock:
+    clock = Clock()
+    clock.advance(START)
+    return clock
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return tmp_path / "storage"
+
+
+def _si(n: int) -> bytes:
+    return bytes([n * 37 % 256, n]) + b"\x00" * 13 + bytes([n])
+
+
+def _immutable(server: StorageServer, n: int, renew: bytes = b"r" * 32,
+               shnums: frozenset[int] = frozenset({0, 1})) -> bytes:
+    si = _si(n)
+    _, writers = server.allocate_buckets(si, renew, b"c" * 32, set(shnums), 10)
+    for writer in writers.values():
+        writer.write(0, b"0123456789")
+        writer.close()
+    return si
+
+
+def _mutable(server: StorageServer, n: int) -> bytes:
+    si = _si(n)
+    secrets = (b"w" * 32, b"m" * 32, b"n" * 32)
+    ok, _ = server.slot_testv_and_readv_and_writev(si, secrets, {0: ([], [(0, b"data")], None)}, [])
+    assert ok
+    return si
+
+
+def _share_path(root: Path, si: bytes, shnum: int) -> Path:
+    return root / paths.share_path(si, shnum)
+
+
+def _leases(path: Path) -> int:
+    with open_file(str(path)) as file:
+        return len(open_container(file).leases())
+
+
+def _run_cycle(crawler: LeaseCheckingCrawler | BucketCountingCrawler, clock: Clock) -> None:
+    crawler.start()
+    clock.advance(crawler.slow_start)
+    assert crawler.state["last-cycle-finished"] == 0
+
+
+def test_bucket_counter_counts_every_bucket_and_saves_tahoe_keys(root: Path, clock: Clock) -> None:
+    """One cycle counts the buckets; the state file holds Tahoe's keys; the next cycle waits an hour."""
+    server = make_server(root, clock)
+    for n in range(5):
+        _immutable(server, n)
+    _mutable(server, 9)
+    counter = BucketCountingCrawler(root, clock, slow_start=10)
+    _run_cycle(counter, clock)
+    assert counter.last_complete_count == 6
+    saved = json.loads((root / "bucket_counter.state.json").read_text())
+    assert saved["last-complete-bucket-count"] == 6
+    assert saved["version"] == 1 and saved["current-cycle"] is None
+    assert sum(saved["bucket-counts"]["0"].values()) == 6
+    _immutable(server, 6)
+    clock.advance(30 * 60)
+    assert counter.last_complete_count == 6  # at most one cycle an hour
+    clock.advance(31 * 60)
+    assert counter.last_complete_count == 7 and counter.state["last-cycle-finished"] == 1
+    counter.stop()
+
+
+def test_lease_checker_expires_leases_and_deletes_unleased_shares(root: Path, clock: Clock) -> None:
+    """Age mode, enabled: expired shares and their buckets go; a renewed share stays."""
+    server = make_server(root, clock)
+    old = [_immutable(server, n) for n in range(3)]
+    old_slot = _mutable(server, 7)
+    clock.advance(20 * DAY)
+    renewed = _immutable(server, 4)
+    server.add_lease(old[0], b"R" * 32, b"C" * 32)  # a second, newer lease on one share pair
+    clock.advance(LEASE_DURATION - 10 * DAY)  # the first leases are now 10 days past expiry
+    checker = LeaseCheckingCrawler(root, clock, ExpiryPolicy("age"), enabled=True, slow_start=5)
+    _run_cycle(checker, clock)
+    for si in old[1:]:
+        assert not (root / paths.as_text(paths.share_dir_parts(si))).exists()
+    assert not (root / paths.as_text(paths.share_dir_parts(old_slot))).exists()
+    assert _leases(_share_path(root, old[0], 0)) == 1  # the expired lease was removed
+    assert _leases(_share_path(root, renewed, 1)) == 1
+    history = json.loads((root / "lease_checker.history.json").read_text())
+    figures = history["0"]["space-recovered"]
+    assert figures["examined-buckets"] == 5 and figures["examined-shares"] == 9
+    assert figures["actual-shares"] == 5 and figures["actual-buckets"] == 3
+    assert figures["actual-shares-mutable"] == 1 and figures["actual-shares-immutable"] == 4
+    assert figures["actual-sharebytes"] > 0
+    assert history["0"]["expiration-enabled"] is True
+    assert history["0"]["configured-expiration-mode"] == ["age", None, None,
+                                                          ["mutable", "immutable"]]
+    assert history["0"]["leases-per-share-histogram"] == {"1": 7, "2": 2}
+    assert checker.deleted_shares == 5
+    assert sum(count for _, _, count in history["0"]["lease-age-histogram"]) == 11
+
+
+def test_lease_checker_disabled_only_reports(root: Path, clock: Clock) -> None:
+    """With expire.enabled false nothing is removed, but what the rule would remove is counted."""
+    server = make_server(root, clock)
+    si = _immutable(server, 1)
+    clock.advance(LEASE_DURATION + DAY)
+    checker = LeaseCheckingCrawler(root, clock, ExpiryPolicy("age"), enabled=False, slow_start=0)
+    _run_cycle(checker, clock)
+    assert _leases(_share_path(root, si, 0)) == 1
+    figures = checker.history()["0"]["space-recovered"]
+    assert figures["configured-shares"] == 2 and figures["original-shares"] == 2
+    assert figures["actual-shares"] == 0 and checker.deleted_shares == 0
+
+
+def test_cutoff_date_and_share_kinds(root: Path, clock: Clock) -> None:
+    """Cutoff-date mode removes leases granted before the date, only on the kinds allowed."""
+    server = make_server(root, clock)
+    immutable, slot = _immutable(server, 1), _mutable(server, 2)
+    policy = ExpiryPolicy("cutoff-date", cutoff_date=int(START) + DAY, immutable=True,
+                          mutable=False)
+    checker = LeaseCheckingCrawler(root, clock, policy, enabled=True, slow_start=0)
+    _run_cycle(checker, clock)
+    assert not _share_path(root, immutable, 0).exists()
+    assert _share_path(root, slot, 0).exists()
+
+
+def test_override_duration_removes_only_old_leases(root: Path, clock: Clock) -> None:
+    """Age mode with an override: the old lease goes, the share keeps its young one."""
+    server = make_server(root, clock)
+    si = _immutable(server, 3)
+    clock.advance(10 * DAY)
+    server.add_lease(si, b"R" * 32, b"C" * 32)
+    policy = ExpiryPolicy("age", override_lease_duration=5 * DAY)
+    checker = LeaseCheckingCrawler(root, clock, policy, enabled=True, slow_start=0)
+    _run_cycle(checker, clock)
+    assert _leases(_share_path(root, si, 0)) == 1
+    with open_file(str(_share_path(root, si, 0))) as file:
+        (lease,) = open_container(file).leases()
+    assert lease.owner_num == 1  # the add_lease one survived
+    assert checker.history()["0"]["space-recovered"]["actual-shares"] == 0
+
+
+def test_corrupt_share_is_reported_and_left_alone(root: Path, clock: Clock) -> None:
+    server = make_server(root, clock)
+    si = _immutable(server, 5)
+    bad = _share_path(root, si, 7)
+    bad.write_bytes(b"not a share container at all")
+    clock.advance(LEASE_DURATION + DAY)
+    checker = LeaseCheckingCrawler(root, clock, ExpiryPolicy("age"), enabled=True, slow_start=0)
+    _run_cycle(checker, clock)
+    assert bad.exists() and not _share_path(root, si, 0).exists()
+    assert checker.history()["0"]["corrupt-shares"] == [[paths.storage_index_to_b32(si), 7]]
+
+
+class _SlowChecker(LeaseCheckingCrawler):
+    """Each bucket takes one second of the clock, so a 0.5 s slice does one bucket."""
+
+    slice_seconds = 0.5
+
+    def process_bucket(self, cycle: int, prefix: str, si_b32: str, bucket_dir: str) -> None:
+        super().process_bucket(cycle, prefix, si_b32, bucket_dir)
+        self.clock.rightNow += 1.0
+
+
+def test_a_stopped_crawler_resumes_where_it_was(root: Path, clock: Clock) -> None:
+    """One bucket per slice, then 9 s of sleep (10 % of a core); a restart skips nothing, repeats nothing."""
+    server = make_server(root, clock)
+    for n in range(6):
+        _immutable(server, n)
+    first = _SlowChecker(root, clock, ExpiryPolicy("age"), enabled=False, slow_start=0)
+    first.start()
+    clock.advance(0)
+    assert first.sleeping_until == pytest.approx(clock.seconds() + 9.0)
+    clock.advance(9)
+    assert first.state["current-cycle"] == 0
+    assert first.state["cycle-to-date"]["space-recovered"]["examined-buckets"] == 2
+    first.stop()
+    saved = json.loads((root / "lease_checker.state.json").read_text())
+    assert saved["last-complete-bucket"] is not None
+    second = _SlowChecker(root, clock, ExpiryPolicy("age"), enabled=False, slow_start=0)
+    second.start()
+    for _ in range(10):
+        clock.advance(10)
+    assert second.state["last-cycle-finished"] == 0
+    assert second.history()["0"]["space-recovered"]["examined-buckets"] == 6
+    second.stop()
+
+
+def test_unreadable_state_starts_afresh(root: Path, clock: Clock) -> None:
+    make_server(root, clock)
+    (root / "lease_checker.state.json").write_text('{"version": 7}')
+    checker = LeaseCheckingCrawler(root, clock, ExpiryPolicy("age"), enabled=False, slow_start=0)
+    _run_cycle(checker, clock)
+
+
+def test_history_keeps_ten_cycles(root: Path, clock: Clock) -> None:
+    make_server(root, clock)
+    checker = LeaseCheckingCrawler(root, clock, ExpiryPolicy("age"), enabled=False, slow_start=0)
+    checker.start()
+    for _ in range(12):
+        clock.advance(checker.minimum_cycle_time)
+    assert sorted(map(int, checker.history())) == list(range(2, 12))
+
+
+def _node(tmp_path: Path) -> Path:
+    basedir = tmp_path / "node"
+    out, err = StringIO(), StringIO()
+    assert tahoe(["create-node", "--hostname=127.0.0.1", str(basedir)], out, err) == 0, err.getvalue()
+    return basedir
+
+
+def test_run_refuses_pickled_state_until_migrated(tmp_path: Path) -> None:
+    """``tahoe run`` stops on a pre-1.17 pickle; ``tahoe admin migrate-crawler`` converts it."""
+    basedir = _node(tmp_path)
+    storage = basedir / "storage"
+    storage.mkdir(exist_ok=True)
+    old = {"version": 1, "last-cycle-finished": 3, "current-cycle": None,
+           "last-complete-prefix": None, "last-complete-bucket": None,
+           "cycle-to-date": {"lease-age-histogram": {(0, DAY): 4}, "corrupt-shares": [(b"si", 1)]}}
+    (storage / "lease_checker.state").write_bytes(pickle.dumps(old, protocol=2))
+    out, err = StringIO(), StringIO()
+    assert tahoe(["run", "--allow-stdin-close", str(basedir)], out, err) == 1
+    assert "lease_checker.state" in err.getvalue() and "migrate-crawler" in err.getvalue()
+    out, err = StringIO(), StringIO()
+    assert tahoe(["admin", "migrate-crawler", str(basedir)], out, err) == 0, err.getvalue()
+    assert not (storage / "lease_checker.state").exists()
+    converted = json.loads((storage / "lease_checker.state.json").read_text())
+    assert converted["last-cycle-finished"] == 3
+    assert converted["cycle-to-date"] == {"lease-age-histogram": {f"0,{DAY}": 4},
+                                          "corrupt-shares": [["si", 1]]}
+    out, err = StringIO(), StringIO()
+    assert tahoe(["admin", "migrate-crawler", str(basedir)], out, err) == 0
+    assert "Nothing to migrate" in out.getvalue()
+
+
+def test_migrate_refuses_pickles_of_objects(tmp_path: Path) -> None:
+    """A pickle naming any class but set/frozenset is refused and left in place."""
+    basedir = _node(tmp_path)
+    storage = basedir / "storage"
+    storage.mkdir(exist_ok=True)
+    (storage / "bucket_counter.state").write_bytes(pickle.dumps({"path": Path("/x")}))
+    out, err = StringIO(), StringIO()
+    assert tahoe(["-d", str(basedir), "admin", "migrate-crawler"], out, err) == 1
+    assert "not plain data" in err.getvalue()
+    assert (storage / "bucket_counter.state").exists()
+    assert not os.path.exists(storage / "bucket_counter.state.json")
