@@ -16,7 +16,7 @@ import random
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,13 +53,6 @@ CONNECT_TIMEOUT = 30.0
 def tool(tmp_path: Path) -> TahoeTool:
     """Our ``tahoe``, with node logs under the test's tmp dir."""
     return TahoeTool(our_tahoe(), tmp_path / "logs")
-
-
-@pytest.fixture
-def processes() -> Iterator[ProcessSet]:
-    """Processes a test starts; all stopped by PID when it ends."""
-    with ProcessSet() as process_set:
-        yield process_set
 
 
 def si_dir(storage_index: bytes) -> str:

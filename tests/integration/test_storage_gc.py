@@ -13,36 +13,16 @@ from __future__ import annotations
 import datetime
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from twisted.internet.task import Clock
-
-from tahoe.storage import paths
-from tahoe.storage.server import StorageServer
+from tests.support.leased import leased_bucket
 from tests.support.nodes import TahoeTool, edit_tahoe_cfg, our_tahoe
 from tests.support.ournodes import create_storage_node, start_node
 from tests.support.processes import ProcessSet, wait_until
 from tests.support.webapi import get_json
 
 GC_TIMEOUT = 60.0
-
-
-@pytest.fixture
-def processes() -> Iterator[ProcessSet]:
-    with ProcessSet() as process_set:
-        yield process_set
-
-
-def _leased_share(storage: Path, si: bytes, when: float) -> Path:
-    clock = Clock()
-    clock.advance(when)
-    server = StorageServer(storage, b"\x01" * 20, clock, application_version=b"test")
-    _, writers = server.allocate_buckets(si, b"r" * 32, b"c" * 32, {0}, 4)
-    writers[0].write(0, b"data")
-    writers[0].close()
-    return storage / paths.share_path(si, 0)
 
 
 def test_expiry_removes_shares_leased_before_the_cutoff(tmp_path: Path, processes: ProcessSet,
@@ -54,8 +34,8 @@ def test_expiry_removes_shares_leased_before_the_cutoff(tmp_path: Path, processe
                                          "expire.mode": "cutoff-date",
                                          "expire.cutoff_date": tomorrow.isoformat()}})
     storage = basedir / "storage"
-    old = [_leased_share(storage, bytes([n]) * 16, time.time()) for n in (1, 2, 3)]
-    young = _leased_share(storage, b"\x09" * 16, time.time() + 3 * 86400)
+    old = [leased_bucket(storage, bytes([n]) * 16, time.time(), (0,))[0] for n in (1, 2, 3)]
+    (young,) = leased_bucket(storage, b"\x09" * 16, time.time() + 3 * 86400, (0,))
     monkeypatch.setenv("TAHOE_CRAWLER_SLOW_START", "0")
     gateway = start_node(tool, basedir, processes)
 

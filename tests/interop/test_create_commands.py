@@ -13,7 +13,6 @@ implementations: ``reserved_space = 1M`` and ``force_foolscap = true`` (see
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -46,13 +45,6 @@ def tahoe_exe(request: pytest.FixtureRequest) -> Path:
         exe: Path = request.getfixturevalue("tahoe120")
         return exe
     return our_tahoe()
-
-
-@pytest.fixture
-def processes() -> Iterator[ProcessSet]:
-    """Processes a test starts; all stopped by PID when it ends."""
-    with ProcessSet() as process_set:
-        yield process_set
 
 
 def test_create_and_run_small_grid(tahoe_exe: Path, tmp_path: Path,

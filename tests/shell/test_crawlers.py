@@ -24,6 +24,8 @@ from tahoe.storage.disk import open_file
 from tahoe.storage.leases import LEASE_DURATION, ExpiryPolicy
 from tahoe.storage.server import StorageServer
 from tests.shell.storage_support import make_server
+from tests.support.leased import leased_bucket
+from tests.vectors import load
 
 START = 1_750_000_000.0
 DAY = 86400
@@ -123,7 +125,7 @@ def test_lease_checker_expires_leases_and_deletes_unleased_shares(root: Path, cl
     assert figures["actual-sharebytes"] > 0
     assert history["0"]["expiration-enabled"] is True
     assert history["0"]["configured-expiration-mode"] == ["age", None, None,
-                                                          ["mutable", "immutable"]]
+                                                          ["immutable", "mutable"]]
     assert history["0"]["leases-per-share-histogram"] == {"1": 7, "2": 2}
     assert checker.deleted_shares == 5
     assert sum(count for _, _, count in history["0"]["lease-age-histogram"]) == 11
@@ -274,3 +276,55 @@ def test_migrate_refuses_pickles_of_objects(tmp_path: Path) -> None:
     assert "not plain data" in err.getvalue()
     assert (storage / "bucket_counter.state").exists()
     assert not os.path.exists(storage / "bucket_counter.state.json")
+
+
+def _tahoe_layout(root: Path, vector: dict) -> None:
+    """The three buckets of the Tahoe vector, leased at the same times."""
+    for n, si_hex in vector["storage_indexes"].items():
+        leased_bucket(root, bytes.fromhex(si_hex),
+                      vector["granted_young" if n == "3" else "granted_old"])
+
+
+def test_same_figures_and_deletions_as_tahoe(root: Path) -> None:
+    """On the layout of the captured Tahoe 1.20 run, our lease checker removes the same
+    buckets and records the same history entry (disk-block figures aside, which
+    depend on the file system)."""
+    vector = load("crawler-state-tahoe120.json")
+    _tahoe_layout(root, vector)
+    clock = Clock()
+    clock.advance(vector["written_at"])
+    policy = ExpiryPolicy("cutoff-date", cutoff_date=vector["cutoff_date"])
+    checker = LeaseCheckingCrawler(root, clock, policy, enabled=True, slow_start=0)
+    _run_cycle(checker, clock)
+    left = sorted(p.name for p in (root / "shares").glob("*/*") if any(p.iterdir()))
+    assert left == vector["remaining_buckets"]
+    ours = checker.history()["0"]
+    theirs = vector["files"]["lease_checker.history.json"]["0"]
+    for key in ("expiration-enabled", "configured-expiration-mode", "lease-age-histogram",
+                "leases-per-share-histogram", "corrupt-shares"):
+        assert ours[key] == theirs[key], key
+    assert {k: v for k, v in ours["space-recovered"].items() if "diskbytes" not in k} == \
+        {k: v for k, v in theirs["space-recovered"].items() if "diskbytes" not in k}
+
+
+def test_we_resume_from_the_state_tahoe_wrote(root: Path) -> None:
+    """State files of a real Tahoe 1.20 node: the cycle numbers go on and its history stays."""
+    vector = load("crawler-state-tahoe120.json")
+    clock = Clock()
+    clock.advance(vector["written_at"] + DAY)
+    _immutable(make_server(root, clock), 1)
+    for name, content in vector["files"].items():
+        (root / name).write_text(json.dumps(content))
+    tahoe_cycle = vector["files"]["lease_checker.state.json"]["last-cycle-finished"]
+    checker = LeaseCheckingCrawler(root, clock, ExpiryPolicy("age"), enabled=False, slow_start=0)
+    counter = BucketCountingCrawler(root, clock, slow_start=0)
+    for crawler in (counter, checker):
+        crawler.start()
+        assert crawler.state["last-cycle-finished"] == \
+            vector["files"][crawler.state_name]["last-cycle-finished"]
+    clock.advance(0)
+    assert checker.state["last-cycle-finished"] == tahoe_cycle + 1
+    history = checker.history()
+    assert history[str(tahoe_cycle)] == vector["files"]["lease_checker.history.json"][str(tahoe_cycle)]
+    assert history[str(tahoe_cycle + 1)]["space-recovered"]["examined-buckets"] == 1
+    assert counter.last_complete_count == 1

@@ -162,8 +162,12 @@ def _bump(counts: dict[str, int], key: str, amount: int = 1) -> None:
 
 
 def add_lease_age(cycle_data: dict[str, Any], age: float) -> None:
-    """Count one lease in the histogram of lease ages (one-day bins, ``"min,max"`` keys)."""
-    start = int(age // DAY) * DAY
+    """Count one lease in the histogram of lease ages (one-day bins, ``"min,max"`` keys).
+
+    The bin number is the age in days truncated toward zero, as Tahoe does, so
+    a lease granted up to a day in the future counts in ``[0, 1 day)``.
+    """
+    start = int(age / DAY) * DAY
     _bump(cycle_data["lease-age-histogram"], f"{start},{start + DAY}")
 
 
@@ -178,12 +182,15 @@ def add_share(cycle_data: dict[str, Any], figures: Iterable[str], kind: str,
             _bump(recovered, f"{figure}-diskbytes{suffix}", diskbytes)
 
 
-def add_bucket(cycle_data: dict[str, Any], figures: Iterable[str], kind: str,
+def add_bucket(cycle_data: dict[str, Any], figures: Iterable[str], kind: str | None,
                diskbytes: int) -> None:
-    """Count one bucket (a storage index's directory) under each figure."""
+    """Count one bucket (a storage index's directory) under each figure.
+
+    :param kind: its shares' kind; ``None`` (no shares) counts in the totals only.
+    """
     recovered = cycle_data["space-recovered"]
     for figure in figures:
-        for suffix in ("", f"-{kind}"):
+        for suffix in ("",) if kind is None else ("", f"-{kind}"):
             _bump(recovered, f"{figure}-buckets{suffix}")
             _bump(recovered, f"{figure}-diskbytes{suffix}", diskbytes)
 

@@ -82,7 +82,7 @@ class ShareCrawler:
 
     def start(self) -> None:
         """Load the saved state (a bad or foreign one starts afresh) and schedule the first slice."""
-        self.state = self._load(self.state_path, self.extra_keys()) or crawl_state.new_state()
+        self.state = self._load(self.state_path) or crawl_state.new_state()
         self.add_initial_state()
         self._schedule(self.slow_start)
 
@@ -92,7 +92,7 @@ class ShareCrawler:
             self._timer.cancel()
         self._timer = None
 
-    def _load(self, path: Path, extra: tuple[str, ...]) -> dict[str, Any] | None:
+    def _load(self, path: Path) -> dict[str, Any] | None:
         try:
             state = json.loads(path.read_text("utf-8"))
         except FileNotFoundError:
@@ -101,7 +101,7 @@ class ShareCrawler:
             self._log.warn("crawler state {path} unreadable ({error}); starting afresh",
                            path=str(path), error=str(error))
             return None
-        if not crawl_state.is_valid_state(state, extra):
+        if not crawl_state.is_valid_state(state):
             self._log.warn("crawler state {path} not understood; starting afresh", path=str(path))
             return None
         return state
@@ -169,10 +169,6 @@ class ShareCrawler:
 
     # what subclasses fill in
 
-    def extra_keys(self) -> tuple[str, ...]:
-        """State keys a saved state must have for this crawler to resume from it."""
-        return ()
-
     def add_initial_state(self) -> None:
         """Add this crawler's own keys to a fresh or loaded state."""
 
@@ -234,11 +230,11 @@ class LeaseCheckingCrawler(ShareCrawler):
         #: shares deleted since start (the statistics' share counts watch it).
         self.deleted_shares = 0
 
-    def extra_keys(self) -> tuple[str, ...]:
-        return ("cycle-to-date",)
-
     def add_initial_state(self) -> None:
-        self.state.setdefault("cycle-to-date", crawl_state.empty_cycle())
+        # key by key: a state saved by another version may lack some
+        cycle_data = self.state.setdefault("cycle-to-date", {})
+        for key, value in crawl_state.empty_cycle().items():
+            cycle_data.setdefault(key, value)
 
     def started_cycle(self, cycle: int) -> None:
         self.state["cycle-to-date"] = crawl_state.empty_cycle()
@@ -251,7 +247,7 @@ class LeaseCheckingCrawler(ShareCrawler):
     def finished_cycle(self, cycle: int) -> None:
         policy = self.policy
         mode = [policy.mode, policy.override_lease_duration, policy.cutoff_date,
-                [kind for kind in ("mutable", "immutable") if policy.applies_to(kind)]]
+                [kind for kind in ("immutable", "mutable") if policy.applies_to(kind)]]
         entry = crawl_state.history_entry(
             self.state["cycle-to-date"], self.state.get("current-cycle-start-time"),
             self.clock.seconds(), self.enabled, mode)

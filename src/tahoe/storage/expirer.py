@@ -42,8 +42,9 @@ class BucketResult:
 
 
 def _disk_bytes(path: str) -> tuple[int, int]:
+    """(size, bytes of disk used: ``st_blocks`` × 512) of a file or directory."""
     stat = os.stat(path)
-    return stat.st_size, getattr(stat, "st_blocks", 0) * 512 or stat.st_size
+    return stat.st_size, getattr(stat, "st_blocks", 0) * 512
 
 
 def examine_bucket(bucket_dir: str, si_b32: str, cycle_data: dict, now: float,
@@ -55,9 +56,11 @@ def examine_bucket(bucket_dir: str, si_b32: str, cycle_data: dict, now: float,
     """
     result = BucketResult()
     shares = disk.list_shares(bucket_dir)
-    bucket_figures = {"examined", "original", "configured", "actual"}
-    bucket_bytes = 0
-    kind = "immutable"
+    # As Tahoe counts: a bucket is "original"/"configured"/"actual" when every
+    # share in it is; those figures add the directory's own disk use, and a
+    # bucket takes the kind of its last share ("unknown" if that one is corrupt).
+    bucket_figures = {"original", "configured", "actual"}
+    kind: str | None = None
     for shnum, path in sorted(shares.items()):
         try:
             size, diskbytes = _disk_bytes(path)
@@ -67,17 +70,16 @@ def examine_bucket(bucket_dir: str, si_b32: str, cycle_data: dict, now: float,
                 figures = _examine_share(container, kind, cycle_data, now, policy, enabled)
         except (ContainerError, OSError):
             cycle_data["corrupt-shares"].append([si_b32, shnum])
-            bucket_figures = {"examined"}
+            bucket_figures = set()
+            kind = "unknown"
             continue
-        bucket_bytes += diskbytes
         if "actual" in figures:
             disk.remove_quietly(path)
             result.deleted_shares += 1
         add_share(cycle_data, figures, kind, size, diskbytes)
         bucket_figures &= figures
-    if not shares:
-        bucket_figures = {"examined"}
-    add_bucket(cycle_data, bucket_figures, kind, bucket_bytes)
+    add_bucket(cycle_data, {"examined"}, kind, 0)
+    add_bucket(cycle_data, bucket_figures, kind, _disk_bytes(bucket_dir)[1])
     if result.deleted_shares and not any(share_number_of(n) is not None
                                          for n in os.listdir(bucket_dir)):
         disk.remove_empty_dirs(bucket_dir)
@@ -99,7 +101,7 @@ def _examine_share(container: object, kind: str, cycle_data: dict, now: float,
     for lease in live:
         add_lease_age(cycle_data, now - (lease.expiration - LEASE_DURATION))
     figures = {"examined"}
-    if all(now > lease.expiration for lease in live):
+    if all(lease.expiration <= now for lease in live):
         figures.add("original")
     applies = policy is not None and policy.applies_to(kind)
     configured = ([i for i in in_use if policy.lease_expired(records[i], now)]  # type: ignore[union-attr]

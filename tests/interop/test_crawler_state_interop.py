@@ -1,0 +1,56 @@
+"""Tahoe-LAFS 1.20 reads the crawler state our crawlers write (``storage-protocol.md`` §4.7).
+
+Tahoe started on a storage directory whose crawler state and history our
+crawlers wrote shows them on its ``/storage?t=json`` page. The other way
+(our crawlers resuming from files a real Tahoe node wrote) runs from a
+captured vector in ``tests/shell/test_crawlers.py``: Tahoe's first cycle
+starts 5-6 minutes after its node, too late for a test.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from twisted.internet.task import Clock
+
+from tahoe.storage.crawler import BucketCountingCrawler, LeaseCheckingCrawler
+from tahoe.storage.leases import ExpiryPolicy
+from tests.support import webapi
+from tests.support.leased import leased_bucket
+from tests.support.nodes import TahoeTool
+from tests.support.ournodes import create_storage_node, start_node
+from tests.support.processes import ProcessSet
+
+pytestmark = pytest.mark.interop
+
+NOW = 1_790_000_000.0
+
+
+def test_tahoe_shows_the_state_our_crawlers_wrote(tahoe120: Path, tmp_path: Path,
+                                                 processes: ProcessSet) -> None:
+    tool = TahoeTool(tahoe120, tmp_path / "logs")
+    basedir = create_storage_node(tool, tmp_path / "tahoe-storage")
+    storage = basedir / "storage"
+    clock = Clock()
+    clock.advance(NOW)
+    for n in (1, 2, 3):
+        leased_bucket(storage, bytes([n]) * 16, NOW)
+    counter = BucketCountingCrawler(storage, clock, slow_start=0)
+    checker = LeaseCheckingCrawler(storage, clock, ExpiryPolicy("age"), enabled=False,
+                                   slow_start=0)
+    for crawler in (counter, checker):
+        crawler.start()
+    clock.advance(0)
+    for crawler in (counter, checker):
+        crawler.stop()
+
+    gateway = start_node(tool, basedir, processes)
+    page = webapi.get_json(gateway.url + "storage?t=json")
+    assert page["bucket-counter"]["last-complete-bucket-count"] == 3
+    assert page["bucket-counter"]["last-cycle-finished"] == 0
+    assert page["lease-checker"]["last-cycle-finished"] == 0
+    cycle = page["lease-checker"]["history"]["0"]
+    assert cycle["space-recovered"]["examined-shares"] == 6
+    assert cycle["space-recovered"]["examined-buckets-immutable"] == 3
+    assert cycle["leases-per-share-histogram"] == {"1": 6}
+    assert cycle["expiration-enabled"] is False
