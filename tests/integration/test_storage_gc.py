@@ -58,3 +58,7 @@ def test_expiry_removes_shares_leased_before_the_cutoff(tmp_path: Path, processe
     stats = wait_until(lambda: get_json(gateway.url + "statistics?t=json")["stats"], GC_TIMEOUT,
                        "statistics")
     assert stats["storage_server.total_bucket_count"] == 1
+    page = get_json(gateway.url + "storage?t=json")
+    assert page["lease-checker"]["history"]["0"]["space-recovered"]["actual-shares"] == 3
+    assert page["lease-checker"]["last-cycle-finished"] == 0
+    assert page["stats"]["storage_server.accepting_immutable_shares"] == 1

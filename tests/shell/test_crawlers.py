@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from twisted.internet.task import Clock
+from twisted.web.test.requesthelper import DummyRequest
 
 from tahoe.cli.main import run as tahoe
 from tahoe.storage import paths
@@ -23,6 +24,7 @@ from tahoe.storage.crawler import BucketCountingCrawler, LeaseCheckingCrawler
 from tahoe.storage.disk import open_file
 from tahoe.storage.leases import LEASE_DURATION, ExpiryPolicy
 from tahoe.storage.server import StorageServer
+from tahoe.web.storage_status import StorageStatusResource
 from tests.shell.storage_support import make_server
 from tests.support.leased import leased_bucket
 from tests.vectors import load
@@ -328,3 +330,57 @@ def test_we_resume_from_the_state_tahoe_wrote(root: Path) -> None:
     assert history[str(tahoe_cycle)] == vector["files"]["lease_checker.history.json"][str(tahoe_cycle)]
     assert history[str(tahoe_cycle + 1)]["space-recovered"]["examined-buckets"] == 1
     assert counter.last_complete_count == 1
+
+
+# -- /storage
+
+
+def _render_storage(resource: StorageStatusResource, t: str | None = None) -> tuple[int, bytes]:
+    request = DummyRequest([b""])
+    request.startedWriting = False
+    if t is not None:
+        request.args[b"t"] = [t.encode()]
+    resource.render(request)
+    assert request.finished
+    return request.responseCode or 200, b"".join(request.written)
+
+
+def test_storage_page_shows_the_crawlers_as_tahoe_does(root: Path, clock: Clock) -> None:
+    server = make_server(root, clock)
+    for n in range(3):
+        _immutable(server, n)
+    counter = BucketCountingCrawler(root, clock, slow_start=0)
+    checker = LeaseCheckingCrawler(root, clock, ExpiryPolicy("age"), enabled=False, slow_start=0)
+    for crawler in (counter, checker):
+        crawler.start()
+    clock.advance(0)
+
+    async def stats() -> dict:
+        return {"counters": {}, "stats": {"storage_server.disk_avail": 5, "node.uptime": 1.0,
+                                          "storage_server.accepting_immutable_shares": 1}}
+    resource = StorageStatusResource(("nick", "v0-abc"), stats, (counter, checker), clock)
+    code, body = _render_storage(resource, "json")
+    page = json.loads(body)
+    assert code == 200
+    assert set(page) == {"stats", "bucket-counter", "lease-checker", "lease-checker-progress"}
+    assert page["stats"] == {"storage_server.disk_avail": 5,
+                             "storage_server.accepting_immutable_shares": 1}
+    assert page["bucket-counter"]["last-complete-bucket-count"] == 3
+    assert page["lease-checker"]["history"]["0"]["space-recovered"]["examined-buckets"] == 3
+    assert "cycle-to-date" not in page["lease-checker"]  # between cycles, as Tahoe
+    progress = page["lease-checker-progress"]
+    assert progress["cycle-in-progress"] is False
+    assert progress["remaining-wait-time"] == pytest.approx(checker.minimum_cycle_time)
+    assert progress["estimated-time-per-cycle"] == 0.0
+    code, body = _render_storage(resource)
+    text = body.decode()
+    assert code == 200 and "Storage Server Status" in text and "v0-abc" in text
+    assert "6 shares in 3 buckets examined" in text and "expiration disabled" in text
+    assert _render_storage(resource, "xml")[0] == 400
+
+
+def test_storage_page_without_a_storage_server(clock: Clock) -> None:
+    async def stats() -> dict:
+        return {"counters": {}, "stats": {}}
+    code, body = _render_storage(StorageStatusResource(("n", "id"), stats, None, clock), "json")
+    assert code == 404 and b"No storage server" in body

@@ -33,6 +33,7 @@ from ..util.furl import parse_furl
 from ..web.root import IntroducerWelcomeResource, WelcomeResource
 from ..web.statistics import StatisticsResource
 from ..web.status import StatusResource
+from ..web.storage_status import StorageStatusResource
 from ..web.named import NamedFileRoot
 from ..web.unlinked import URIResource
 from ..web.server import start_web_server
@@ -199,6 +200,10 @@ class Node:
             root.putChild(b"named", named)
             root.putChild(b"statistics", StatisticsResource(self.stats.document))
             root.putChild(b"status", StatusResource(self.client.history))
+            crawlers = (self.crawlers[0], self.crawlers[1]) if self.crawlers else None
+            root.putChild(b"storage", StorageStatusResource(
+                (self.nickname, nodeid), self.stats.document, crawlers,
+                self.clock))
             self.web_port = await start_web_server(self.reactor, self.config.web_port, root,
                                                    self.basedir)
 
