@@ -560,6 +560,9 @@ def run(argv: list[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, str])
         try:
             for signum in (signal.SIGTERM, signal.SIGHUP):
                 signal.signal(signum, _raise_terminated)
+            # Ctrl-C must work even when started by a shell that ignores SIGINT for
+            # its background jobs (the ignored disposition would be inherited).
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         except ValueError:
             pass  # not the main thread: keep the default handlers
         foreground = args.action == "run" or args.foreground
