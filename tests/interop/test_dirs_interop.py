@@ -132,3 +132,26 @@ def test_our_immutable_directory_read_by_tahoe(pair: tuple[WebAPI, WebAPI]) -> N
     assert cap.startswith("URI:DIR2-CHK:")
     assert theirs.children(cap)["f"][1]["ro_uri"] == file_cap
     assert theirs.read(cap, "f") == ours.read(cap, "f")
+
+
+def _normalized_check(api: WebAPI, cap: str, extra: str = "") -> dict:
+    answer = api.post(cap, "", "t=check&output=JSON" + extra)
+    assert answer.status == 200, answer.text
+    result = answer.json()
+    details = result["results"]
+    details["servers-responding"] = sorted(details["servers-responding"])
+    details["sharemap"] = {k: sorted(v) for k, v in details["sharemap"].items()}
+    return result
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_check_results_equal_tahoes(pair: tuple[WebAPI, WebAPI], fmt: str) -> None:
+    """t=check of the same file and directory gives the same JSON from both gateways,
+    with and without add-lease."""
+    theirs, ours = pair
+    root = ours.mkdir(fmt)
+    assert ours.put(root, "file.bin", data(f"check-{fmt}", 3000)).status == 201
+    file_cap = ours.json(root, "file.bin")[1]["ro_uri"]
+    for cap in (root, file_cap):
+        for extra in ("", "&add-lease=true"):
+            assert _normalized_check(ours, cap, extra) == _normalized_check(theirs, cap, extra)

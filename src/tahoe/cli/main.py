@@ -42,6 +42,7 @@ SUBCOMMANDS: Mapping[str, str] = {
     "mv": "tahoe.cli.mv",
     "ln": "tahoe.cli.ln",
     "grid": "tahoe.cli.grid",
+    "check": "tahoe.cli.check",
     "admin": "tahoe.cli.admin",
 }
 _SUMMARIES = {
@@ -62,6 +63,7 @@ _SUMMARIES = {
     "mv": "Move a file within the grid.",
     "ln": "Make an additional link to an existing file or directory.",
     "grid": "Start, stop or inspect a local grid of nodes on 127.0.0.1.",
+    "check": "Check a single file or directory (and renew leases on it).",
     "admin": "Administrative commands (migrate-crawler).",
 }
 _FLAGS = frozenset({"-V", "--version", "--version-and-path", "-h", "--help", "-q", "--quiet"})
@@ -70,7 +72,7 @@ _VALUE_OPTIONS = frozenset({"--node-directory", "--wormhole-server", "--wormhole
 EXIT_USAGE = 1
 #: Subcommands whose parsers accept a (hidden) ``--quiet`` forwarded from the global ``-q``.
 _TAKES_QUIET = frozenset({"put", "get", "mkdir", "add-alias", "create-alias", "list-aliases",
-                          "ls", "cp", "unlink", "rm", "mv", "ln"})
+                          "ls", "cp", "unlink", "rm", "mv", "ln", "check"})
 
 
 class _UsageError(Exception):

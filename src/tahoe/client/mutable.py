@@ -35,16 +35,16 @@ from twisted.python.failure import Failure
 
 from ..caps.mutable import MDMFReadCap, MDMFWriteCap, MutableFormat, SSKReadCap, SSKWriteCap
 from ..crypto.lease_secrets import ClientLeaseSecrets
-from ..crypto.rsa import SigningKey, VerifyingKey, generate_signing_key
+from ..crypto.rsa import SigningKey, generate_signing_key
 from ..mutable.encoder import encode_version, salts_needed
-from ..mutable.errors import (CorruptShare, LayoutInvalid, MutableFormatError, ShareTruncated,
-                              UncoordinatedWriteError, UnrecoverableFile)
+from ..mutable.errors import MutableFormatError, UncoordinatedWriteError, UnrecoverableFile
 from ..mutable.keys import MutableKeys, decrypt_private_key_der, readkey_from_writekey
 from ..mutable.layout import PROBE_SIZE, parse_header, private_key_range
-from ..mutable.reader import check_header, decode_shares
+from ..mutable.reader import decode_shares
 from ..mutable.servermap import ServerMap
 from ..mutable.slot_writes import check_write_answer, plan_publish, read_vector
 from .broker import StorageBroker, StorageServerHandle
+from .mapupdate import Probe, report_corrupt, survey
 from .placement import permuted_ring
 
 WriteCap = SSKWriteCap | MDMFWriteCap
@@ -97,16 +97,6 @@ class KeyPool:
         key: SigningKey = await d
         self._refill()
         return key
-
-
-class _Probe:
-    """What one servermap update learnt beyond the map: share bytes and keys."""
-
-    def __init__(self) -> None:
-        self.data: dict[tuple[str, int], bytes] = {}
-        self.servers: dict[str, StorageServerHandle] = {}
-        self.verifying_key: VerifyingKey | None = None
-        self.answered: list[str] = []
 
 
 class MutableClient:
@@ -172,59 +162,16 @@ class MutableFileNode:
 
     # -- reading
 
-    async def _servermap(self, want_private_key: bool) -> tuple[ServerMap, _Probe]:
-        """Ask every server in ring order (up to 2N + k) for the first 4000 bytes of each share."""
-        probe = _Probe()
-        smap = ServerMap()
+    async def _servermap(self, want_private_key: bool) -> tuple[ServerMap, Probe]:
+        """Ask the servers of the ring (up to 2N + k) for every share's header (one round trip)."""
         servers = self.client.servers_for(self.storage_index)
         limit = 2 * (self.total or self.client.total) + (self.needed or self.client.needed)
-        asked = servers[:max(limit, 1)]
-        answers = await DeferredList(
-            [s.rref.callRemote("slot_readv", self.storage_index, [], [(0, PROBE_SIZE)])
-             for s in asked], consumeErrors=True)
-        for server, (ok, result) in zip(asked, answers):
-            sid = server.server_id.decode("ascii")
-            if not ok:
-                log.msg(f"slot_readv from {server.nickname!r} failed: "
-                        f"{result.getErrorMessage()}")
-                continue
-            probe.servers[sid] = server
-            probe.answered.append(sid)
-            for shnum, reads in sorted(result.items()):
-                data = reads[0] if reads else b""
-                await self._check_share(smap, probe, server, sid, shnum, data)
-        return smap, probe
-
-    async def _check_share(self, smap: ServerMap, probe: _Probe, server: StorageServerHandle,
-                           sid: str, shnum: int, data: bytes) -> None:
-        for _ in range(2):
-            try:
-                checked = check_header(shnum, data, self.fingerprint, probe.verifying_key)
-            except ShareTruncated as short:
-                if len(data) < PROBE_SIZE:
-                    break  # the share really is that short
-                more = await server.rref.callRemote("slot_readv", self.storage_index, [shnum],
-                                                    [(0, short.needed)])
-                data = (more.get(shnum) or [b""])[0]
-                continue
-            except (CorruptShare, LayoutInvalid) as error:
-                self._report(server, shnum, str(error))
-                smap.mark_bad(sid, shnum, data[:75])
-                return
-            probe.verifying_key = checked.verifying_key
-            probe.data[(sid, shnum)] = data
-            smap.add_share(sid, shnum, checked.version)
-            return
-        self._report(server, shnum, "share is truncated")
-        smap.mark_bad(sid, shnum, data[:75])
+        return await survey(self.storage_index, self.fingerprint, servers[:max(limit, 1)])
 
     def _report(self, server: StorageServerHandle, shnum: int, reason: str) -> None:
-        log.msg(f"mutable share {shnum} on {server.nickname!r} is corrupt: {reason}")
-        d = server.rref.callRemote("advise_corrupt_share", b"mutable", self.storage_index,
-                                   shnum, reason.encode("utf-8"))
-        d.addErrback(lambda f: None)
+        report_corrupt(server, b"mutable", self.storage_index, shnum, reason)
 
-    async def _retrieve(self, smap: ServerMap, probe: _Probe) -> bytes:
+    async def _retrieve(self, smap: ServerMap, probe: Probe) -> bytes:
         """The best recoverable version's plaintext, from whole shares."""
         best = smap.best_recoverable_version()
         if best is None:
@@ -274,7 +221,7 @@ class MutableFileNode:
 
     # -- writing
 
-    async def _keys(self, smap: ServerMap, probe: _Probe) -> MutableKeys:
+    async def _keys(self, smap: ServerMap, probe: Probe) -> MutableKeys:
         """The file's keys, from the cache or the encrypted private key in a share."""
         assert self.writable
         cached = self.client._signing_keys.get(self.storage_index)

@@ -6,6 +6,7 @@ from typing import Any
 
 from ..caps.immutable import CHKReadCap
 from ..crypto.lease_secrets import ClientLeaseSecrets
+from .checker import Checker
 from ..immutable.params import EncodingParameters
 from ..stats.registry import Statistics
 from .broker import StorageBroker
@@ -36,6 +37,7 @@ class ClientServices:
                                  convergence, params, clock)
         self.downloader = Downloader(broker, stats)
         self.lease_secrets = ClientLeaseSecrets.from_lease_secret(lease_secret)
+        self.checker = Checker(broker, self.lease_secrets)
         self.keypool = KeyPool()
         self.mutable = MutableClient(broker, self.lease_secrets, params.needed, params.total,
                                      clock, self.keypool)

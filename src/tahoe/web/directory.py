@@ -32,6 +32,7 @@ from .common import (ChildNotFound, WebError, status_for, arg, body_uploadable, 
                      mkdir_format, raw_arg, redirect, render_async, replace_arg,
                      requested_format)
 from .dirhtml import directory_info_page, directory_page, info_page, rename_form
+from .check import post_check
 from .dirpost import creation_children, post_directory, request_body, unlink
 from .filenode import ImmutableFileResource
 from .json_nodes import directory_json, dumps, unknown_json
@@ -268,6 +269,8 @@ class CapResource(resource.Resource):
         child = target.child
         if child is None:
             raise ChildNotFound(target.name or "")
+        if t == "check":
+            return await post_check(self._gateway, request, child.cap)
         if child.is_directory:
             assert isinstance(child.cap, DirectoryCap)
             return await post_directory(self._gateway, request, self._gateway.open(child.cap),

@@ -31,7 +31,7 @@ from .mutablefile import private_key_arg
 from .traversal import Gateway, path_names, require_writable, resolve, root_child
 
 Children = dict[str, Entry]
-NOT_YET = ("check", "start-deep-check", "stream-deep-check", "start-manifest",
+NOT_YET = ("start-deep-check", "stream-deep-check", "start-manifest",
            "stream-manifest", "start-deep-size", "start-deep-stats")
 
 
