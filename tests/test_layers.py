@@ -18,7 +18,7 @@ CORE_FILES = [
         "mutable_container", "containers", "space", "ranges", "arguments", "advisories",
         "crawl_state")),
     *(f"introducer/{name}.py" for name in ("__init__", "errors", "announcement")),
-    "client/__init__.py", "client/placement.py", "client/check_results.py",
+    "client/__init__.py", "client/placement.py", "client/check_results.py", "client/deep_stats.py",
     *(f"node/{name}.py" for name in ("__init__", "errors", "config", "values", "yaml_files")),
     "web/__init__.py", "web/json_shapes.py",
     "cli/aliases.py", "cli/errors.py",

@@ -63,3 +63,23 @@ def test_mutable_problems_are_listed_as_tahoe_does() -> None:
     assert lone["summary"] == ("Unhealthy: some versions are unrecoverable "
                                "no versions are recoverable")
     assert lone["results"]["count-shares-good"] == 1 and not lone["results"]["recoverable"]
+
+
+def test_deep_stats_buckets_and_counts() -> None:
+    from tahoe.client.deep_stats import DeepStats, size_bucket
+    assert [size_bucket(s) for s in (0, 1, 3, 4, 10, 11, 100, 101, 316, 317, 1000, 1001)] == [
+        (0, 0), (1, 3), (1, 3), (4, 10), (4, 10), (11, 31), (32, 100), (101, 316),
+        (101, 316), (317, 1000), (317, 1000), (1001, 3162)]
+    assert size_bucket(10 ** 9) == (316227767, 1000000000)
+    stats = DeepStats()
+    stats.add_node("directory")
+    stats.add_node("immutable", 5000)
+    stats.add_node("immutable", 20, literal=True)
+    stats.add_node("mutable")
+    stats.add_node("unknown")
+    stats.enter_directory(700, 4)
+    result = stats.results()
+    assert result["api-version"] == 1
+    assert (result["count-files"], result["count-literal-files"], result["count-unknown"],
+            result["size-directories"], result["largest-directory-children"]) == (3, 1, 1, 700, 4)
+    assert result["size-files-histogram"] == [[11, 31, 1], [3163, 10000, 1]]

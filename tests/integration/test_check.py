@@ -6,6 +6,7 @@ share forward (same renew secret, so no new lease record).
 """
 from __future__ import annotations
 
+import json
 import random
 import subprocess
 import time
@@ -127,3 +128,92 @@ def test_tahoe_check_cli(api: WebAPI, local_grid: ProxiedGrid) -> None:
                           "check", "--raw", "URI:LIT:ozsw4zjsmvzw4"],
                          capture_output=True, text=True, timeout=60)
     assert raw.returncode == 0 and '"healthy": true' in raw.stdout
+
+
+def _tree(api: WebAPI) -> tuple[str, dict[str, str]]:
+    """A root with a CHK file, a LIT file, an SDMF file, a subdirectory holding another
+    CHK file and a second link to the first one."""
+    root = api.mkdir()
+    caps = {"a.bin": api.put(root, "a.bin", _unique(3000)).text.strip(),
+            "tiny": api.put(root, "tiny", b"tiny").text.strip()}
+    caps["m"] = api.create_mutable(_unique(500), "SDMF")
+    api.ok("PUT", WebAPI.object_path(root, "m") + "?t=uri", caps["m"].encode())
+    caps["sub/b.bin"] = api.put(root, "sub/b.bin", _unique(2000)).text.strip()
+    api.ok("PUT", WebAPI.object_path(root, "sub/again") + "?t=uri", caps["a.bin"].encode())
+    return root, caps
+
+
+def _stream(api: WebAPI, root: str, t: str, extra: str = "") -> list[dict]:
+    answer = api.post(root, "", f"t={t}{extra}")
+    assert answer.status == 200, answer.text
+    return [json.loads(line) for line in answer.text.splitlines()]
+
+
+def test_stream_manifest_and_deep_check(api: WebAPI, local_grid: ProxiedGrid) -> None:
+    root, caps = _tree(api)
+    lines = _stream(api, root, "stream-manifest")
+    units, stats = lines[:-1], lines[-1]
+    assert [u["path"] for u in units] == [[], ["a.bin"], ["m"], ["tiny"], ["sub"],
+                                          ["sub", "b.bin"]]  # "again" is a.bin: once
+    by_path = {"/".join(u["path"]): u for u in units}
+    assert by_path[""]["cap"] == root and by_path[""]["type"] == "directory"
+    assert by_path["tiny"]["verifycap"] == by_path["tiny"]["storage-index"] == ""
+    assert by_path["a.bin"]["repaircap"] == by_path["a.bin"]["verifycap"]
+    assert by_path["a.bin"]["verifycap"].startswith("URI:CHK-Verifier:")
+    assert by_path["m"]["repaircap"] == caps["m"]
+    assert stats["type"] == "stats"
+    counts = stats["stats"]
+    assert (counts["count-directories"], counts["count-files"], counts["count-immutable-files"],
+            counts["count-literal-files"], counts["count-mutable-files"]) == (2, 4, 2, 1, 1)
+    assert counts["size-immutable-files"] == 5000 and counts["largest-immutable-file"] == 3000
+    assert counts["size-files-histogram"] == [[4, 10, 1], [1001, 3162, 2]]
+    assert counts["largest-directory-children"] == 4
+
+    sub_files = _share_files(local_grid, by_path["sub/b.bin"]["storage-index"])
+    before = _expirations(sub_files)
+    time.sleep(1.1)
+    checked = _stream(api, root, "stream-deep-check", "&add-lease=true")
+    assert [u["path"] for u in checked[:-1]] == [u["path"] for u in units]
+    assert all(u["check-results"]["results"]["healthy"] for u in checked[:-1])
+    assert checked[-1] == stats
+    assert all(a[0] > b[0] for a, b in zip(_expirations(sub_files), before))
+
+    cli = [str(our_tahoe()), "-d", str(local_grid.client.node.basedir)]
+    manifest = subprocess.run(cli + ["manifest", root], capture_output=True, text=True,
+                              timeout=60)
+    assert manifest.returncode == 0, manifest.stderr
+    assert manifest.stdout.splitlines()[0] == f"{root} "
+    assert f"{caps['sub/b.bin']} sub/b.bin" in manifest.stdout.splitlines()
+    sis = subprocess.run(cli + ["manifest", "-s", root], capture_output=True, text=True,
+                         timeout=60).stdout.split()
+    assert len(sis) == 5 and by_path["m"]["storage-index"] in sis
+    deep = subprocess.run(cli + ["deep-check", "-v", "--add-lease", root], capture_output=True,
+                          text=True, timeout=60)
+    assert deep.returncode == 0, deep.stderr
+    assert deep.stdout.splitlines()[0] == "'<root>': Healthy"
+    assert "'tiny': Healthy (LIT)" in deep.stdout
+    assert deep.stdout.splitlines()[-1] == "done: 6 objects checked, 6 healthy, 0 unhealthy"
+
+
+def test_stream_of_a_file_is_refused(api: WebAPI) -> None:
+    cap = api.ok("PUT", "/uri", _unique(2000)).text.strip()
+    answer = api.post(cap, "", "t=stream-manifest")
+    assert answer.status == 400 and "needs a directory" in answer.text
+
+
+def test_an_unreadable_directory_ends_the_stream_with_an_error(api: WebAPI,
+                                                               local_grid: ProxiedGrid) -> None:
+    root = api.mkdir()
+    api.put(root, "a.bin", _unique(1000))
+    missing = (f"URI:DIR2:{base32.b2a(random.randbytes(16))}:"
+               f"{base32.b2a(random.randbytes(32))}")
+    api.ok("PUT", WebAPI.object_path(root, "gone") + "?t=uri", missing.encode())
+    answer = api.post(root, "", "t=stream-manifest")
+    lines = answer.text.splitlines()
+    assert json.loads(lines[0])["path"] == [] and json.loads(lines[2])["path"] == ["gone"]
+    error_at = next(i for i, line in enumerate(lines) if line.startswith("ERROR:"))
+    assert error_at == 3 and "Traceback" in "\n".join(lines[error_at:])
+    result = subprocess.run([str(our_tahoe()), "-d", str(local_grid.client.node.basedir),
+                             "deep-check", root], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1 and result.stderr.startswith("ERROR:")
+    assert "done:" not in result.stdout

@@ -28,7 +28,7 @@ from .errors import HTTPStatusError
 from .gateway import gateway_from_args
 from .remote import ERROR_BODY_LIMIT, call, new_parser, object_path, run_command
 
-__all__ = ["format_results", "run"]
+__all__ = ["add_check_options", "check_flags", "format_results", "run"]
 
 CONTEXT = "ERROR"
 
@@ -51,11 +51,27 @@ def format_results(data: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def add_check_options(parser: argparse.ArgumentParser) -> None:
+    """``--raw``, ``--verify``, ``--repair`` and ``--add-lease`` (check and deep-check)."""
+    parser.add_argument("--raw", action="store_true",
+                        help="display raw JSON data instead of parsed")
+    parser.add_argument("--verify", action="store_true",
+                        help="verify all hashes, instead of merely querying share presence")
+    parser.add_argument("--repair", action="store_true", help="automatically repair damaged"
+                        " files")
+    parser.add_argument("--add-lease", action="store_true", help="add/renew lease on all"
+                        " shares")
+
+
+def check_flags(args: argparse.Namespace) -> str:
+    """The query arguments of the check options given (``&add-lease=true`` …)."""
+    return "".join(f"&{name}=true" for name, flag in (
+        ("verify", args.verify), ("repair", args.repair), ("add-lease", args.add_lease)) if flag)
+
+
 def _check_one(args: argparse.Namespace, gateway: Any, where: str, stdout: TextIO) -> None:
     root_cap, path = resolve_path(gateway.aliases(), where)
-    query = "t=check&output=JSON" + "".join(
-        f"&{name}=true" for name, flag in (("verify", args.verify), ("repair", args.repair),
-                                           ("add-lease", args.add_lease)) if flag)
+    query = "t=check&output=JSON" + check_flags(args)
     status, reason, body = call(gateway, "POST", f"{object_path(root_cap, path)}?{query}",
                                 context=CONTEXT)
     if status != 200:
@@ -76,14 +92,7 @@ def run(argv: list[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, str])
     parser = new_parser(stdout, "check", "[ALIAS:PATH…]",
                         "Check a single file or directory: count its shares and, with"
                         " --add-lease, renew this client's leases on them.")
-    parser.add_argument("--raw", action="store_true", help="display raw JSON data instead of"
-                        " parsed")
-    parser.add_argument("--verify", action="store_true", help="verify all hashes, instead of"
-                        " merely querying share presence")
-    parser.add_argument("--repair", action="store_true", help="automatically repair"
-                        " damaged files")
-    parser.add_argument("--add-lease", action="store_true", help="add/renew lease on all"
-                        " shares")
+    add_check_options(parser)
     parser.add_argument("-v", "--verbose", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("locations", nargs="*", metavar="ALIAS:PATH")
     return run_command(parser, argv, stderr, lambda args: _check(args, stdout, env))

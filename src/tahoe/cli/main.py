@@ -43,6 +43,8 @@ SUBCOMMANDS: Mapping[str, str] = {
     "ln": "tahoe.cli.ln",
     "grid": "tahoe.cli.grid",
     "check": "tahoe.cli.check",
+    "deep-check": "tahoe.cli.deep_check",
+    "manifest": "tahoe.cli.manifest",
     "admin": "tahoe.cli.admin",
 }
 _SUMMARIES = {
@@ -64,6 +66,8 @@ _SUMMARIES = {
     "ln": "Make an additional link to an existing file or directory.",
     "grid": "Start, stop or inspect a local grid of nodes on 127.0.0.1.",
     "check": "Check a single file or directory (and renew leases on it).",
+    "deep-check": "Check all files and directories reachable from a starting point.",
+    "manifest": "List all files and directories reachable from a starting point.",
     "admin": "Administrative commands (migrate-crawler).",
 }
 _FLAGS = frozenset({"-V", "--version", "--version-and-path", "-h", "--help", "-q", "--quiet"})
@@ -72,7 +76,8 @@ _VALUE_OPTIONS = frozenset({"--node-directory", "--wormhole-server", "--wormhole
 EXIT_USAGE = 1
 #: Subcommands whose parsers accept a (hidden) ``--quiet`` forwarded from the global ``-q``.
 _TAKES_QUIET = frozenset({"put", "get", "mkdir", "add-alias", "create-alias", "list-aliases",
-                          "ls", "cp", "unlink", "rm", "mv", "ln", "check"})
+                          "ls", "cp", "unlink", "rm", "mv", "ln", "check", "deep-check",
+                          "manifest"})
 
 
 class _UsageError(Exception):

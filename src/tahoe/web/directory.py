@@ -33,6 +33,7 @@ from .common import (ChildNotFound, WebError, status_for, arg, body_uploadable, 
                      requested_format)
 from .dirhtml import directory_info_page, directory_page, info_page, rename_form
 from .check import post_check
+from .deep import STREAMS, post_stream
 from .dirpost import creation_children, post_directory, request_body, unlink
 from .filenode import ImmutableFileResource
 from .json_nodes import directory_json, dumps, unknown_json
@@ -248,7 +249,7 @@ class CapResource(resource.Resource):
     # -- POST
 
     async def _post(self, request: Request, root: ChildNode, names: list[str],
-                    t: str) -> bytes:
+                    t: str) -> bytes | None:
         request.setHeader(b"Content-Type", b"text/plain")
         if t in MKDIR_KINDS and names:
             parent = await walk_directories(self._gateway, root, names[:-1], create=True,
@@ -271,6 +272,9 @@ class CapResource(resource.Resource):
             raise ChildNotFound(target.name or "")
         if t == "check":
             return await post_check(self._gateway, request, child.cap)
+        if t in STREAMS:
+            await post_stream(self._gateway, request, child, t)
+            return None
         if child.is_directory:
             assert isinstance(child.cap, DirectoryCap)
             return await post_directory(self._gateway, request, self._gateway.open(child.cap),

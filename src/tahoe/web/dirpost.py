@@ -31,8 +31,7 @@ from .mutablefile import private_key_arg
 from .traversal import Gateway, path_names, require_writable, resolve, root_child
 
 Children = dict[str, Entry]
-NOT_YET = ("start-deep-check", "stream-deep-check", "start-manifest",
-           "stream-manifest", "start-deep-size", "start-deep-stats")
+NOT_YET = ("start-deep-check", "start-manifest", "start-deep-size", "start-deep-stats")
 
 
 def request_body(request: Request) -> bytes:
