@@ -11,6 +11,7 @@ import random
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -217,3 +218,68 @@ def test_an_unreadable_directory_ends_the_stream_with_an_error(api: WebAPI,
                              "deep-check", root], capture_output=True, text=True, timeout=60)
     assert result.returncode == 1 and result.stderr.startswith("ERROR:")
     assert "done:" not in result.stdout
+
+
+def _operation(api: WebAPI, root: str, t: str, handle: str, output: str = "JSON",
+               extra: str = "") -> Any:
+    started = api.post(root, "", f"t={t}&ophandle={handle}&output={output}{extra}",
+                       follow=False)
+    assert started.status == 302, started.text
+    assert started.headers["location"] == f"{api.url}operations/{handle}?output={output}"
+    for _ in range(100):
+        answer = api.request("GET", f"/operations/{handle}?output={output}")
+        assert answer.status == 200, answer.text
+        if output.lower() != "json":
+            if answer.text.startswith("finished: yes"):
+                return answer.text
+        elif answer.json()["finished"]:
+            return answer.json()
+        time.sleep(0.1)
+    raise AssertionError(f"{t} did not finish")
+
+
+def test_operations_with_handles(api: WebAPI, local_grid: ProxiedGrid) -> None:
+    root, caps = _tree(api)
+    stream = _stream(api, root, "stream-manifest")
+    stats = stream[-1]["stats"]
+    manifest = _operation(api, root, "start-manifest", "h-manifest")
+    assert manifest["stats"] == stats and manifest["origin"] == stream[0]["storage-index"]
+    assert manifest["manifest"] == [[u["path"], u["cap"]] for u in stream[:-1]]
+    assert set(manifest["storage-index"]) == {u["storage-index"] for u in stream[:-1]} - {""}
+    text = _operation(api, root, "start-manifest", "h-text", "text")
+    assert text.splitlines()[1] == f" {root}"
+    size = _operation(api, root, "start-deep-size", "h-size", "text")
+    assert size == ("finished: yes\nsize: "
+                    f"{stats['size-immutable-files'] + stats['size-directories']}\n")
+    deep_stats = _operation(api, root, "start-deep-stats", "h-stats")
+    assert {k: v for k, v in deep_stats.items() if k != "finished"} == stats
+    assert api.request("GET", "/operations/h-stats?output=html").json() == deep_stats
+    checked = _operation(api, root, "start-deep-check", "h-check", extra="&add-lease=true")
+    assert checked["count-objects-checked"] == 5  # the LIT file is not counted
+    assert checked["count-objects-healthy"] == 5 and checked["list-unhealthy-files"] == []
+    assert checked["root-storage-index"] == manifest["origin"]
+    si = next(u["storage-index"] for u in stream if u["path"] == ["sub", "b.bin"])
+    detail = api.request("GET", f"/operations/h-check/{si}")
+    assert detail.status == 200 and detail.json()["storage-index"] == si
+    assert api.request("GET", "/operations/h-check/nosuchsi").status == 404
+
+    page = api.request("GET", "/operations/h-check")
+    assert page.status == 200 and "Deep-Check Results" in page.text
+    released = api.request("GET", "/operations/h-check?output=JSON&release-after-complete=true")
+    assert released.status == 200
+    gone = api.request("GET", "/operations/h-check")
+    assert gone.status == 404 and "unknown/expired handle 'h-check'" in gone.text
+    cancel = api.request("POST", "/operations/h-manifest?t=cancel", b"")
+    assert cancel.status == 200
+    assert api.request("GET", "/operations/h-manifest").status == 404
+    refused = api.post(root, "", "t=start-manifest")
+    assert refused.status == 400 and "slow operation requires ophandle=" in refused.text
+
+    cli = subprocess.run([str(our_tahoe()), "-d", str(local_grid.client.node.basedir), "stats",
+                          root], capture_output=True, text=True, timeout=60)
+    assert cli.returncode == 0, cli.stderr
+    lines = cli.stdout.splitlines()
+    assert lines[0] == "Counts and Total Sizes:"
+    assert " count-immutable-files: 2" in lines
+    assert "  size-immutable-files: 5000    (5.00 kB, 4.88 kiB)" in lines
+    assert "Size Histogram:" in lines and lines[-1].startswith("1001-3162 : 2")

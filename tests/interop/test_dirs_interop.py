@@ -11,6 +11,7 @@ import json
 import random
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -184,3 +185,39 @@ def test_manifest_and_deep_check_equal_tahoes(pair: tuple[WebAPI, WebAPI]) -> No
     for query in ("t=stream-manifest", "t=stream-deep-check",
                   "t=stream-deep-check&add-lease=true"):
         assert _stream_lines(ours, root, query) == _stream_lines(theirs, root, query), query
+
+
+def _finished_operation(api: WebAPI, root: str, t: str, output: str) -> tuple[str, Any]:
+    handle = f"{t}-{random.randrange(10 ** 9)}"
+    started = api.post(root, "", f"t={t}&ophandle={handle}&output={output}", follow=False)
+    assert started.status == 302, started.text
+    location = started.headers["location"].replace(handle, "H").replace(api.url, "GATEWAY/")
+    for _ in range(300):
+        answer = api.request("GET", f"/operations/{handle}?output={output}")
+        assert answer.status == 200, answer.text
+        if output == "text":
+            if answer.text.startswith("finished: yes"):
+                return location, answer.text
+        elif answer.json()["finished"]:
+            body = answer.json()
+            for key in ("verifycaps", "storage-index"):
+                if key in body:
+                    body[key] = sorted(body[key])
+            return location, body
+        time.sleep(0.1)
+    raise AssertionError(f"{t} did not finish")
+
+
+def test_operations_equal_tahoes(pair: tuple[WebAPI, WebAPI]) -> None:
+    """start-manifest, start-deep-size, start-deep-stats and start-deep-check give the same
+    redirect and the same results from both gateways."""
+    theirs, ours = pair
+    root = ours.mkdir()
+    ours.put(root, "a.bin", data("ops-a", 2500))
+    ours.put(root, "sub/b.bin", data("ops-b", 40))
+    ours.put(root, "sub/tiny", b"x")
+    for t, output in (("start-manifest", "JSON"), ("start-manifest", "text"),
+                      ("start-deep-size", "text"), ("start-deep-stats", "JSON"),
+                      ("start-deep-check", "JSON")):
+        assert _finished_operation(ours, root, t, output) == \
+            _finished_operation(theirs, root, t, output), (t, output)

@@ -45,6 +45,7 @@ SUBCOMMANDS: Mapping[str, str] = {
     "check": "tahoe.cli.check",
     "deep-check": "tahoe.cli.deep_check",
     "manifest": "tahoe.cli.manifest",
+    "stats": "tahoe.cli.stats",
     "admin": "tahoe.cli.admin",
 }
 _SUMMARIES = {
@@ -68,6 +69,7 @@ _SUMMARIES = {
     "check": "Check a single file or directory (and renew leases on it).",
     "deep-check": "Check all files and directories reachable from a starting point.",
     "manifest": "List all files and directories reachable from a starting point.",
+    "stats": "Print statistics about all files and directories under a starting point.",
     "admin": "Administrative commands (migrate-crawler).",
 }
 _FLAGS = frozenset({"-V", "--version", "--version-and-path", "-h", "--help", "-q", "--quiet"})
@@ -77,7 +79,7 @@ EXIT_USAGE = 1
 #: Subcommands whose parsers accept a (hidden) ``--quiet`` forwarded from the global ``-q``.
 _TAKES_QUIET = frozenset({"put", "get", "mkdir", "add-alias", "create-alias", "list-aliases",
                           "ls", "cp", "unlink", "rm", "mv", "ln", "check", "deep-check",
-                          "manifest"})
+                          "manifest", "stats"})
 
 
 class _UsageError(Exception):

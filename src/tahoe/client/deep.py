@@ -75,14 +75,16 @@ def _count(stats: DeepStats, child: ChildNode) -> None:
 
 
 async def walk(open_directory: Callable[[DirectoryCap], Any], root: ChildNode,
-               visit: Callable[[Unit], Awaitable[None]]) -> dict[str, Any]:
+               visit: Callable[[Unit], Awaitable[None]],
+               stats: DeepStats | None = None) -> dict[str, Any]:
     """Walk the tree under ``root`` (a directory child), calling ``visit`` on each object.
 
     :param open_directory: gives the node (with ``read_bytes()``) of a directory cap.
+    :param stats: where to count (pass one to watch the counts while the walk runs).
     :returns: the deep-stats of the tree.
     :raises: whatever reading a directory raises (the walk stops there).
     """
-    stats = DeepStats()
+    stats = DeepStats() if stats is None else stats
     assert isinstance(root.cap, DirectoryCap)
     found: set[str] = {_text(root.cap.verify_cap())}
     await _directory(open_directory, [], root, visit, stats, found)

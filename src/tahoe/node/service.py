@@ -35,6 +35,7 @@ from ..web.statistics import StatisticsResource
 from ..web.status import StatusResource
 from ..web.storage_status import StorageStatusResource
 from ..web.named import NamedFileRoot
+from ..web.operations import OperationsResource
 from ..web.unlinked import URIResource
 from ..web.server import start_web_server
 from .config import INTRODUCER
@@ -200,6 +201,7 @@ class Node:
             root.putChild(b"named", named)
             root.putChild(b"statistics", StatisticsResource(self.stats.document))
             root.putChild(b"status", StatusResource(self.client.history))
+            root.putChild(b"operations", OperationsResource(uri.gateway.operations))
             crawlers = (self.crawlers[0], self.crawlers[1]) if self.crawlers else None
             root.putChild(b"storage", StorageStatusResource(
                 (self.nickname, nodeid), self.stats.document, crawlers,

@@ -34,6 +34,7 @@ from .common import (ChildNotFound, WebError, status_for, arg, body_uploadable, 
 from .dirhtml import directory_info_page, directory_page, info_page, rename_form
 from .check import post_check
 from .deep import STREAMS, post_stream
+from .operations import STARTS, start_operation
 from .dirpost import creation_children, post_directory, request_body, unlink
 from .filenode import ImmutableFileResource
 from .json_nodes import directory_json, dumps, unknown_json
@@ -275,6 +276,8 @@ class CapResource(resource.Resource):
         if t in STREAMS:
             await post_stream(self._gateway, request, child, t)
             return None
+        if t in STARTS:
+            return start_operation(self._gateway, self._gateway.operations, request, child, t)
         if child.is_directory:
             assert isinstance(child.cap, DirectoryCap)
             return await post_directory(self._gateway, request, self._gateway.open(child.cap),

@@ -31,7 +31,6 @@ from .mutablefile import private_key_arg
 from .traversal import Gateway, path_names, require_writable, resolve, root_child
 
 Children = dict[str, Entry]
-NOT_YET = ("start-deep-check", "start-manifest", "start-deep-size", "start-deep-stats")
 
 
 def request_body(request: Request) -> bytes:
@@ -99,8 +98,6 @@ async def post_directory(gateway: Gateway, request: Request, node: DirectoryNode
         return await _relink(gateway, request, node)
     if t in ("set_children", "set-children"):
         return await _set_children(request, node)
-    if t in NOT_YET:
-        raise WebError(f"t={t} is not supported by this gateway yet")
     raise WebError(f"POST to a directory with bad t={t}")
 
 

@@ -27,7 +27,9 @@ from ..dirnode.packing import Entry, normalize_name
 from .common import EMPTY_PATH_COMPONENT, ChildNotFound, FileInTheWay, WebError
 
 #: ``t=`` values of PUT and POST that do not create missing intermediate directories.
-NO_INTERMEDIATE = ("delete", "rename", "rename-form", "check")
+NO_INTERMEDIATE = ("delete", "rename", "rename-form", "check", "stream-manifest",
+                   "stream-deep-check", "start-manifest", "start-deep-size", "start-deep-stats",
+                   "start-deep-check")
 
 
 @frozen
@@ -36,6 +38,8 @@ class Gateway:
 
     client: ClientServices
     mutable_format: MutableFormat = MutableFormat.SDMF
+    #: the slow operations started here (``/operations``; :mod:`.operations`).
+    operations: Any = None
 
     def open(self, cap: DirectoryCap) -> DirectoryNode:
         """The (shared) node of a directory."""

@@ -27,6 +27,7 @@ from .common import (KNOWN_FORMATS, WebError, arg, body_uploadable, boolean_arg,
 from .directory import CapResource
 from .dirpost import creation_children, request_body
 from .mutablefile import create_mutable, private_key_arg
+from .operations import Operations
 from .traversal import Gateway
 
 __all__ = ["KNOWN_FORMATS", "URIResource", "body_uploadable", "node_for_cap",
@@ -88,7 +89,7 @@ class URIResource(resource.Resource):
         if isinstance(mutable_format, str):
             mutable_format = MutableFormat[mutable_format.upper()]
         self._client = client
-        self._gateway = Gateway(client, mutable_format)
+        self._gateway = Gateway(client, mutable_format, Operations(client.clock))
 
     @property
     def gateway(self) -> Gateway:
