@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tahoe.mutable.layout import parse_header
 from tahoe.storage import paths
 from tahoe.storage.containers import open_container
 from tahoe.storage.disk import open_file
@@ -112,7 +113,7 @@ def test_literal_html_and_refusals(api: WebAPI) -> None:
     page = api.post(cap, "", "t=check&return_to=/somewhere")
     assert page.status == 200 and "File Check Results" in page.text
     assert 'href="/somewhere"' in page.text and "count-shares-good" in page.text
-    refused = api.post(cap, "", "t=check&verify=true")
+    refused = api.post(cap, "", "t=check&repair=true")
     assert refused.status == 400 and "not supported" in refused.text
 
 
@@ -283,3 +284,43 @@ def test_operations_with_handles(api: WebAPI, local_grid: ProxiedGrid) -> None:
     assert " count-immutable-files: 2" in lines
     assert "  size-immutable-files: 5000    (5.00 kB, 4.88 kiB)" in lines
     assert "Size Histogram:" in lines and lines[-1].startswith("1001-3162 : 2")
+
+
+#: Where a mutable container's share data starts (header and four lease slots before it).
+MUTABLE_DATA_OFFSET = 100 + 4 * 92
+
+
+def _flip(path: Path, offset: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0x40
+    path.write_bytes(bytes(data))
+
+
+def test_verify_finds_a_corrupt_share(api: WebAPI, local_grid: ProxiedGrid) -> None:
+    """verify=true reads every share: one flipped byte is found, named, reported, not counted."""
+    cap = api.ok("PUT", "/uri", _unique(20000)).text.strip()
+    si_b32 = _check(api, cap)["storage-index"]
+    victim = _share_files(local_grid, si_b32)[3]
+    _flip(victim, 12 + 2000)  # inside the share data, after the container header
+    assert _check(api, cap)["results"]["count-shares-good"] == 10  # presence only
+    verified = _check(api, cap, extra="&verify=true")
+    details = verified["results"]
+    assert verified["summary"] == "Not Healthy: 9 shares (enc 3-of-10)"
+    assert details["count-corrupt-shares"] == 1
+    ((server, si, shnum),) = details["list-corrupt-shares"]
+    assert si == si_b32 and shnum == int(victim.name) and server.startswith("v0-")
+    storage_dir = victim.parents[3]
+    assert any((storage_dir / "corruption-advisories").iterdir())
+    assert api.read(cap, "") is not None  # the file still reads (from the good shares)
+
+    root = api.mkdir()
+    api.put(root, "x", _unique(1500))
+    dir_si = _check(api, root)["storage-index"]
+    mutable_victim = _share_files(local_grid, dir_si)[0]
+    share = mutable_victim.read_bytes()[MUTABLE_DATA_OFFSET:]
+    _flip(mutable_victim, MUTABLE_DATA_OFFSET + parse_header(share).offsets.share_data + 5)
+    checked = _check(api, root, extra="&verify=true")
+    assert checked["results"]["count-corrupt-shares"] == 1
+    assert checked["results"]["count-shares-good"] == 9
+    assert checked["summary"].startswith("Unhealthy: 9 shares (enc 3-of-10) Corrupt Shares:")
+

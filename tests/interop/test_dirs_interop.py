@@ -148,13 +148,13 @@ def _normalized_check(api: WebAPI, cap: str, extra: str = "") -> dict:
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_check_results_equal_tahoes(pair: tuple[WebAPI, WebAPI], fmt: str) -> None:
     """t=check of the same file and directory gives the same JSON from both gateways,
-    with and without add-lease."""
+    plain, with add-lease and with verify."""
     theirs, ours = pair
     root = ours.mkdir(fmt)
     assert ours.put(root, "file.bin", data(f"check-{fmt}", 3000)).status == 201
     file_cap = ours.json(root, "file.bin")[1]["ro_uri"]
     for cap in (root, file_cap):
-        for extra in ("", "&add-lease=true"):
+        for extra in ("", "&add-lease=true", "&verify=true"):
             assert _normalized_check(ours, cap, extra) == _normalized_check(theirs, cap, extra)
 
 

@@ -48,8 +48,12 @@ def _body(summary: str, healthy: bool, recoverable: bool, needed: int, total: in
 
 
 def immutable_results(si_b32: str, needed: int, total: int, sharemap: Sharemap,
-                      responding: Iterable[str]) -> dict[str, Any]:
-    """Check results of an immutable file from share number -> servers holding it."""
+                      responding: Iterable[str],
+                      corrupt: Iterable[tuple[str, int]] = ()) -> dict[str, Any]:
+    """Check results of an immutable file from share number -> servers holding a good copy.
+
+    :param corrupt: (server, share number) of shares that failed verification.
+    """
     found = {shnum: sorted(set(servers)) for shnum, servers in sharemap.items() if servers}
     count = len(found)
     healthy = count >= total
@@ -57,7 +61,8 @@ def immutable_results(si_b32: str, needed: int, total: int, sharemap: Sharemap,
     counts = {"count-happiness": servers_of_happiness(found), "count-shares-good": count,
               "count-wrong-shares": 0, "count-recoverable-versions": int(count >= needed),
               "count-unrecoverable-versions": int(count < needed)}
-    body = _body(summary, healthy, count >= needed, needed, total, found, counts, responding, [])
+    body = _body(summary, healthy, count >= needed, needed, total, found, counts, responding,
+                 [[server, si_b32, shnum] for server, shnum in sorted(corrupt)])
     body["results"]["sharemap"] = {str(shnum): found[shnum] for shnum in sorted(found)}
     return {"storage-index": si_b32, **body}
 

@@ -1,10 +1,10 @@
 """``POST $CAP[/PATH]?t=check``: where a file's or directory's shares are (``frontends.md`` §3.6).
 
 ``add-lease=true`` renews our leases on the shares found (the way to keep
-files alive on servers that expire leases); ``output=JSON`` gives Tahoe's
-JSON (as text/plain, like Tahoe), otherwise an HTML page, with a link to
-``return_to`` when given. ``verify=`` and ``repair=`` are refused (400) until
-supported.
+files alive on servers that expire leases); ``verify=true`` reads every
+share whole and checks it; ``output=JSON`` gives Tahoe's JSON (as
+text/plain, like Tahoe), otherwise an HTML page, with a link to
+``return_to`` when given. ``repair=`` is refused (400) until supported.
 """
 from __future__ import annotations
 
@@ -23,12 +23,12 @@ __all__ = ["post_check"]
 
 async def post_check(gateway: Gateway, request: Request, cap: Any) -> bytes:
     """Check the object ``cap`` names and render the results."""
-    for unsupported in ("verify", "repair"):
-        if boolean_arg(request, unsupported, False):
-            raise WebError(f"t=check&{unsupported}=true is not supported by this gateway yet")
+    if boolean_arg(request, "repair", False):
+        raise WebError("t=check&repair=true is not supported by this gateway yet")
     try:
         results = await gateway.client.checker.check(
-            cap, add_lease=boolean_arg(request, "add-lease", False))
+            cap, add_lease=boolean_arg(request, "add-lease", False),
+            verify=boolean_arg(request, "verify", False))
     except UncheckableCap as error:
         raise WebError(str(error)) from None
     if (arg(request, "output") or "").lower() == "json":

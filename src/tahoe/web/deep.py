@@ -40,17 +40,17 @@ async def post_stream(gateway: Gateway, request: Request, child: ChildNode, t: s
     """Walk the directory ``child`` and stream its manifest or deep-check."""
     if not child.is_directory:
         raise WebError(f"t={t} needs a directory")
-    for unsupported in ("verify", "repair"):
-        if boolean_arg(request, unsupported, False):
-            raise WebError(f"t={t}&{unsupported}=true is not supported by this gateway yet")
+    if boolean_arg(request, "repair", False):
+        raise WebError(f"t={t}&repair=true is not supported by this gateway yet")
     add_lease = boolean_arg(request, "add-lease", False)
+    verify = boolean_arg(request, "verify", False)
     checker = gateway.client.checker
     pending: deque[tuple[dict[str, Any], Deferred | None]] = deque()
 
     async def check(unit: Unit) -> dict[str, Any]:
         if unit.child.is_unknown or unit.child.cap is None:
             return lit_results()
-        return await checker.check(unit.child.cap, add_lease=add_lease)
+        return await checker.check(unit.child.cap, add_lease=add_lease, verify=verify)
 
     async def flush(keep: int) -> None:
         while len(pending) > keep:

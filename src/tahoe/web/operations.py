@@ -130,7 +130,8 @@ class Operations:
                                else max(UNCOLLECTED, now - op.started))
 
 
-async def _run(gateway: Gateway, op: Operation, root: ChildNode, add_lease: bool) -> None:
+async def _run(gateway: Gateway, op: Operation, root: ChildNode, add_lease: bool,
+               verify: bool) -> None:
     checker = gateway.client.checker
 
     async def visit(unit: Unit) -> None:
@@ -138,7 +139,7 @@ async def _run(gateway: Gateway, op: Operation, root: ChildNode, add_lease: bool
         if op.kind == "deep-check":
             child = unit.child
             if not (child.is_unknown or child.cap is None):
-                results = await checker.check(child.cap, add_lease=add_lease)
+                results = await checker.check(child.cap, add_lease=add_lease, verify=verify)
         op.record(unit, results)
 
     await walk(gateway.open, root, visit, op.stats)
@@ -152,13 +153,13 @@ def start_operation(gateway: Gateway, operations: Operations, request: Request,
         raise WebError("slow operation requires ophandle=")
     if not child.is_directory:
         raise WebError(f"t={t} needs a directory")
-    for unsupported in ("verify", "repair"):
-        if boolean_arg(request, unsupported, False):
-            raise WebError(f"t={t}&{unsupported}=true is not supported by this gateway yet")
+    if boolean_arg(request, "repair", False):
+        raise WebError(f"t={t}&repair=true is not supported by this gateway yet")
     retain = arg(request, "retain-for")
     op = Operation(STARTS[t], child, operations.clock.seconds())
     operations.add(handle, op, float(retain) if retain else None)
-    task = ensureDeferred(_run(gateway, op, child, boolean_arg(request, "add-lease", False)))
+    task = ensureDeferred(_run(gateway, op, child, boolean_arg(request, "add-lease", False),
+                               boolean_arg(request, "verify", False)))
     op.task = task
 
     def ended(result: Any) -> None:
