@@ -20,6 +20,8 @@ from tests.support.proxied_grid import ProxiedGrid
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
+#: Seconds a page may take to load after a form is submitted.
+NAVIGATION_TIMEOUT = 60.0
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 INSTALLER = Path(__file__).resolve().parents[2] / "misc" / "ci" / "install-system-packages.sh"
 
@@ -62,13 +64,17 @@ def test_welcome_mkdir_upload_and_listing(local_grid: ProxiedGrid, browser: obje
                                           tmp_path: Path) -> None:
     """Create a directory from the welcome page, upload a file with the form, see it listed."""
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.wait import WebDriverWait
     driver = browser
     driver.get(local_grid.client.url)  # type: ignore[attr-defined]
     assert driver.title == "Tahoe-LAFS - Welcome"  # type: ignore[attr-defined]
     assert "Connected to 10 of 10 known storage servers" in driver.page_source  # type: ignore[attr-defined]
 
     driver.find_element(By.CSS_SELECTOR, "#mkdir-form input[type=submit]").click()  # type: ignore[attr-defined]
-    assert "/uri/URI%3ADIR2%3A" in driver.current_url  # type: ignore[attr-defined]
+    # A click returns before the new page has loaded; wait for it (a loaded machine is slow).
+    WebDriverWait(driver, NAVIGATION_TIMEOUT).until(  # type: ignore[arg-type]
+        lambda d: "/uri/URI%3ADIR2%3A" in d.current_url)
     assert "Directory" in driver.title  # type: ignore[attr-defined]
     directory_url = driver.current_url  # type: ignore[attr-defined]
 
@@ -78,6 +84,8 @@ def test_welcome_mkdir_upload_and_listing(local_grid: ProxiedGrid, browser: obje
         By.XPATH, "//form[.//input[@name='t' and @value='upload']]")
     upload_form.find_element(By.NAME, "file").send_keys(str(sample))
     upload_form.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+    WebDriverWait(driver, NAVIGATION_TIMEOUT).until(  # type: ignore[arg-type]
+        expected_conditions.staleness_of(upload_form))  # the upload's answer has replaced the page
 
     driver.get(directory_url)  # type: ignore[attr-defined]
     assert sample.name in driver.page_source  # type: ignore[attr-defined]
