@@ -113,8 +113,8 @@ def test_literal_html_and_refusals(api: WebAPI) -> None:
     page = api.post(cap, "", "t=check&return_to=/somewhere")
     assert page.status == 200 and "File Check Results" in page.text
     assert 'href="/somewhere"' in page.text and "count-shares-good" in page.text
-    refused = api.post(cap, "", "t=check&repair=true")
-    assert refused.status == 400 and "not supported" in refused.text
+    unknown_t = api.post(cap, "", "t=check&output=JSON&repair=true")
+    assert unknown_t.status == 200 and unknown_t.json()["repair-attempted"] is False
 
 
 def test_tahoe_check_cli(api: WebAPI, local_grid: ProxiedGrid) -> None:
@@ -323,4 +323,72 @@ def test_verify_finds_a_corrupt_share(api: WebAPI, local_grid: ProxiedGrid) -> N
     assert checked["results"]["count-corrupt-shares"] == 1
     assert checked["results"]["count-shares-good"] == 9
     assert checked["summary"].startswith("Unhealthy: 9 shares (enc 3-of-10) Corrupt Shares:")
+
+
+
+def _share_data(path: Path) -> bytes:
+    with open_file(str(path)) as file:
+        container = open_container(file)
+        return container.read_share_data(0, container.data_length)
+
+
+def test_repair_puts_back_lost_shares(api: WebAPI, local_grid: ProxiedGrid) -> None:
+    """repair=true re-creates a lost immutable share byte for byte, and republishes a
+    directory that lost one; a healthy object is left alone."""
+    cap = api.ok("PUT", "/uri", _unique(300_000)).text.strip()
+    si_b32 = _check(api, cap)["storage-index"]
+    lost = _share_files(local_grid, si_b32)[5]
+    original = _share_data(lost)
+    lost.unlink()
+    repaired = _check(api, cap, extra="&repair=true")
+    assert set(repaired) == {"storage-index", "repair-attempted", "repair-successful",
+                             "pre-repair-results", "post-repair-results"}
+    assert repaired["repair-attempted"] and repaired["repair-successful"]
+    assert repaired["pre-repair-results"]["results"]["count-shares-good"] == 9
+    assert repaired["post-repair-results"]["results"]["count-shares-good"] == 10
+    assert _share_data(lost) == original  # the very same share, where it was
+    again = _check(api, cap, extra="&repair=true")
+    assert not again["repair-attempted"] and again["post-repair-results"]["summary"] == "Healthy"
+
+    root = api.mkdir()
+    api.put(root, "f", _unique(1000))
+    dir_si = _check(api, root)["storage-index"]
+    _share_files(local_grid, dir_si)[2].unlink()
+    cli = subprocess.run([str(our_tahoe()), "-d", str(local_grid.client.node.basedir), "check",
+                          "--repair", root], capture_output=True, text=True, timeout=60)
+    assert cli.returncode == 0, cli.stderr
+    assert cli.stdout == (f"Summary: not healthy\n storage index: {dir_si}\n"
+                          " good-shares: 9 (encoding is 3-of-10)\n wrong-shares: 0\n"
+                          " repair successful\n")
+    assert _check(api, root)["summary"] == "Healthy"
+    assert api.children(root)["f"]  # contents kept
+
+
+def test_deep_check_repair(api: WebAPI, local_grid: ProxiedGrid) -> None:
+    root, caps = _tree(api)
+    units = _stream(api, root, "stream-manifest")[:-1]
+    b_si = next(u["storage-index"] for u in units if u["path"] == ["sub", "b.bin"])
+    _share_files(local_grid, b_si)[0].unlink()
+    result = subprocess.run([str(our_tahoe()), "-d", str(local_grid.client.node.basedir),
+                             "deep-check", "--repair", root], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-4:] == [
+        "done: 6 objects checked", " pre-repair: 5 healthy, 1 unhealthy",
+        " 1 repairs attempted, 1 successful, 0 failed", " post-repair: 6 healthy, 0 unhealthy"]
+    assert " repair successful" in result.stdout.splitlines()
+    lines = _stream(api, root, "stream-deep-check", "&repair=true")
+    assert all(not u["check-and-repair-results"]["repair-attempted"] for u in lines[:-1])
+    assert next(u for u in lines if u.get("path") == ["tiny"])["check-and-repair-results"] == \
+        {"storage-index": "", "repair-attempted": False}
+    started = api.post(root, "", "t=start-deep-check&repair=true&ophandle=h-repair&output=JSON",
+                       follow=False)
+    assert started.status == 302
+    for _ in range(100):
+        status = api.request("GET", "/operations/h-repair?output=JSON").json()
+        if status["finished"]:
+            break
+        time.sleep(0.1)
+    assert status["count-objects-checked"] == 5 and status["count-repairs-attempted"] == 0
+    assert status["count-objects-healthy-post-repair"] == 5
 

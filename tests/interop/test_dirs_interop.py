@@ -135,14 +135,24 @@ def test_our_immutable_directory_read_by_tahoe(pair: tuple[WebAPI, WebAPI]) -> N
     assert theirs.read(cap, "f") == ours.read(cap, "f")
 
 
+def _normalize(value: Any) -> Any:
+    """Check results with their server lists sorted (the order is not part of the format)."""
+    if isinstance(value, dict):
+        out = {k: _normalize(v) for k, v in value.items()}
+        if isinstance(out.get("servers-responding"), list):
+            out["servers-responding"] = sorted(out["servers-responding"])
+        if isinstance(out.get("sharemap"), dict):
+            out["sharemap"] = {k: sorted(v) for k, v in out["sharemap"].items()}
+        return out
+    if isinstance(value, list):
+        return [_normalize(v) for v in value]
+    return value
+
+
 def _normalized_check(api: WebAPI, cap: str, extra: str = "") -> dict:
     answer = api.post(cap, "", "t=check&output=JSON" + extra)
     assert answer.status == 200, answer.text
-    result = answer.json()
-    details = result["results"]
-    details["servers-responding"] = sorted(details["servers-responding"])
-    details["sharemap"] = {k: sorted(v) for k, v in details["sharemap"].items()}
-    return result
+    return _normalize(answer.json())
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -154,20 +164,14 @@ def test_check_results_equal_tahoes(pair: tuple[WebAPI, WebAPI], fmt: str) -> No
     assert ours.put(root, "file.bin", data(f"check-{fmt}", 3000)).status == 201
     file_cap = ours.json(root, "file.bin")[1]["ro_uri"]
     for cap in (root, file_cap):
-        for extra in ("", "&add-lease=true", "&verify=true"):
+        for extra in ("", "&add-lease=true", "&verify=true", "&repair=true"):
             assert _normalized_check(ours, cap, extra) == _normalized_check(theirs, cap, extra)
 
 
 def _stream_lines(api: WebAPI, root: str, query: str) -> list[dict]:
     answer = api.post(root, "", query)
     assert answer.status == 200, answer.text
-    lines = [json.loads(line) for line in answer.text.splitlines()]
-    for line in lines:
-        results = line.get("check-results", {}).get("results", {})
-        if "servers-responding" in results:
-            results["servers-responding"] = sorted(results["servers-responding"])
-            results["sharemap"] = {k: sorted(v) for k, v in results["sharemap"].items()}
-    return lines
+    return [_normalize(json.loads(line)) for line in answer.text.splitlines()]
 
 
 def test_manifest_and_deep_check_equal_tahoes(pair: tuple[WebAPI, WebAPI]) -> None:
@@ -183,12 +187,12 @@ def test_manifest_and_deep_check_equal_tahoes(pair: tuple[WebAPI, WebAPI]) -> No
     mutable = ours.create_mutable(data("deep-m", 700), "SDMF")
     ours.ok("PUT", WebAPI.object_path(root, "m") + "?t=uri", mutable.encode())
     for query in ("t=stream-manifest", "t=stream-deep-check",
-                  "t=stream-deep-check&add-lease=true"):
+                  "t=stream-deep-check&add-lease=true", "t=stream-deep-check&repair=true"):
         assert _stream_lines(ours, root, query) == _stream_lines(theirs, root, query), query
 
 
 def _finished_operation(api: WebAPI, root: str, t: str, output: str) -> tuple[str, Any]:
-    handle = f"{t}-{random.randrange(10 ** 9)}"
+    handle = f"op-{random.randrange(10 ** 9)}"
     started = api.post(root, "", f"t={t}&ophandle={handle}&output={output}", follow=False)
     assert started.status == 302, started.text
     location = started.headers["location"].replace(handle, "H").replace(api.url, "GATEWAY/")
@@ -199,7 +203,7 @@ def _finished_operation(api: WebAPI, root: str, t: str, output: str) -> tuple[st
             if answer.text.startswith("finished: yes"):
                 return location, answer.text
         elif answer.json()["finished"]:
-            body = answer.json()
+            body = _normalize(answer.json())
             for key in ("verifycaps", "storage-index"):
                 if key in body:
                     body[key] = sorted(body[key])
@@ -218,6 +222,40 @@ def test_operations_equal_tahoes(pair: tuple[WebAPI, WebAPI]) -> None:
     ours.put(root, "sub/tiny", b"x")
     for t, output in (("start-manifest", "JSON"), ("start-manifest", "text"),
                       ("start-deep-size", "text"), ("start-deep-stats", "JSON"),
-                      ("start-deep-check", "JSON")):
+                      ("start-deep-check", "JSON"), ("start-deep-check&repair=true", "JSON")):
         assert _finished_operation(ours, root, t, output) == \
             _finished_operation(theirs, root, t, output), (t, output)
+
+
+@pytest.mark.parametrize("grid_name", GRIDS)
+def test_repairs_are_interchangeable(grid_name: str, request: pytest.FixtureRequest,
+                                     tahoe_client: ClientFactory) -> None:
+    """A share lost from the grid is put back by either gateway's repair, and the other
+    one's verify finds the file whole again; both answer in the same shape."""
+    if grid_name == "tahoe-grid":
+        grid: Grid = request.getfixturevalue("tahoe_grid")
+        ours: Gateway = request.getfixturevalue("our_client_on_tahoe_grid")
+    else:
+        grid = request.getfixturevalue("our_grid")
+        ours = grid.storage_nodes[0]
+    apis = {"ours": WebAPI(ours.url), "theirs": WebAPI(tahoe_client(grid.introducer_furl).url)}
+    shapes = []
+    for repairer, verifier in (("ours", "theirs"), ("theirs", "ours")):
+        cap = apis[repairer].ok("PUT", "/uri", data(f"repair-{repairer}", 5000)).text.strip()
+        si = _normalized_check(apis[repairer], cap)["storage-index"]
+        shares = sorted(p for node in grid.storage_nodes
+                        for p in (node.node.basedir / "storage" / "shares" / si[:2] / si).glob("*"))
+        assert len(shares) == 3
+        shares[0].unlink()
+        repaired = _normalized_check(apis[repairer], cap, "&repair=true")
+        assert repaired["repair-attempted"] and repaired["repair-successful"], repaired
+        after = [p for node in grid.storage_nodes
+                 for p in (node.node.basedir / "storage" / "shares" / si[:2] / si).glob("*")]
+        assert shares[0].name in {p.name for p in after}  # the lost share number is back
+        verified = _normalized_check(apis[verifier], cap, "&verify=true")
+        assert verified["summary"] == "Healthy" and verified["results"]["count-shares-good"] == 3
+        assert verified["results"]["count-happiness"] == 3
+        shapes.append((sorted(repaired), sorted(repaired["pre-repair-results"]["results"]),
+                       repaired["pre-repair-results"]["summary"],
+                       repaired["post-repair-results"]["summary"]))
+    assert shapes[0] == shapes[1]

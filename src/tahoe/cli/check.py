@@ -34,7 +34,10 @@ CONTEXT = "ERROR"
 
 
 def format_results(data: Mapping[str, Any]) -> str:
-    """The lines ``tahoe check`` prints for one ``t=check`` JSON object."""
+    """The lines ``tahoe check`` prints for one ``t=check`` JSON object (with or without
+    ``repair=true``)."""
+    if "pre-repair-results" in data:
+        return _format_repair(data)
     results = data["results"]
     lines = [f"Summary: {data.get('summary', 'Healthy (LIT)')}",
              f" storage index: {data['storage-index']}"]
@@ -43,11 +46,9 @@ def format_results(data: Mapping[str, Any]) -> str:
         lines.append(f" good-shares: {results['count-shares-good']!r} (encoding is "
                      f"{results['count-shares-needed']!r}-of-{results['count-shares-expected']!r})")
         lines.append(f" wrong-shares: {results['count-wrong-shares']!r}")
-    corrupt = results.get("list-corrupt-shares", [])
+    corrupt = _corrupt_lines(results, "  ")
     if corrupt:
-        lines.append(" corrupt shares:")
-        lines.extend(f"  server {server}, SI {si}, shnum {shnum!r}"
-                     for server, si, shnum in corrupt)
+        lines += [" corrupt shares:", *corrupt]
     return "\n".join(lines) + "\n"
 
 
@@ -67,6 +68,26 @@ def check_flags(args: argparse.Namespace) -> str:
     """The query arguments of the check options given (``&add-lease=true`` …)."""
     return "".join(f"&{name}=true" for name, flag in (
         ("verify", args.verify), ("repair", args.repair), ("add-lease", args.add_lease)) if flag)
+
+
+def _corrupt_lines(results: Mapping[str, Any], prefix: str) -> list[str]:
+    return [f"{prefix}server {server}, SI {si}, shnum {shnum!r}"
+            for server, si, shnum in results.get("list-corrupt-shares", [])]
+
+
+def _format_repair(data: Mapping[str, Any]) -> str:
+    pre = data["pre-repair-results"]["results"]
+    lines = [f"Summary: {'healthy' if pre['healthy'] else 'not healthy'}",
+             f" storage index: {data['storage-index']}",
+             f" good-shares: {pre['count-shares-good']!r} (encoding is "
+             f"{pre['count-shares-needed']!r}-of-{pre['count-shares-expected']!r})",
+             f" wrong-shares: {pre['count-wrong-shares']!r}"]
+    corrupt = _corrupt_lines(pre, "  ")
+    if corrupt:
+        lines += [" corrupt shares:", *corrupt]
+    if data["repair-attempted"]:
+        lines.append(" repair successful" if data["repair-successful"] else " repair failed")
+    return "\n".join(lines) + "\n"
 
 
 def _check_one(args: argparse.Namespace, gateway: Any, where: str, stdout: TextIO) -> None:

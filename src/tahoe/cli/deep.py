@@ -82,18 +82,32 @@ def _manifest(args: argparse.Namespace, stdout: TextIO, stderr: TextIO,
     return _stream(args, env, args.where, "t=stream-manifest", stdout, stderr, handle)
 
 
-class _DeepCheckOutput:
+class _Progress:
+    """Counts files and directories, with Tahoe's progress line every 100."""
+
     def __init__(self, stdout: TextIO, verbose: bool) -> None:
         self.stdout = stdout
         self.verbose = verbose
-        self.objects = self.healthy = self.unhealthy = 0
+        self.objects = 0
 
-    def __call__(self, unit: dict[str, Any]) -> None:
+    def counted(self, unit: dict[str, Any]) -> bool:
+        """Whether ``unit`` is a file or directory (counted); other lines are skipped."""
         if unit.get("type") not in ("file", "directory"):
-            return
+            return False
         self.objects += 1
         if self.objects % 100 == 0:
             self.stdout.write(f"{self.objects} objects checked..\n")
+        return True
+
+
+class _DeepCheckOutput(_Progress):
+    def __init__(self, stdout: TextIO, verbose: bool) -> None:
+        super().__init__(stdout, verbose)
+        self.healthy = self.unhealthy = 0
+
+    def __call__(self, unit: dict[str, Any]) -> None:
+        if not self.counted(unit):
+            return
         results = unit["check-results"]
         if results["results"]["healthy"]:
             self.healthy += 1
@@ -110,11 +124,56 @@ class _DeepCheckOutput:
                           f" {self.unhealthy} unhealthy\n")
 
 
+class _DeepRepairOutput(_Progress):
+    """What ``deep-check --repair`` prints (Tahoe's four summary lines at the end)."""
+
+    def __init__(self, stdout: TextIO, verbose: bool) -> None:
+        super().__init__(stdout, verbose)
+        self.pre_healthy = self.pre_unhealthy = 0
+        self.attempted = self.successful = self.post_healthy = self.post_unhealthy = 0
+
+    def __call__(self, unit: dict[str, Any]) -> None:
+        if not self.counted(unit):
+            return
+        crr = unit["check-and-repair-results"]
+        if unit["storage-index"]:
+            was_healthy = crr["pre-repair-results"]["results"]["healthy"]
+            now_healthy = crr["post-repair-results"]["results"]["healthy"]
+        else:
+            was_healthy = now_healthy = True  # a LIT object
+        self.pre_healthy += was_healthy
+        self.pre_unhealthy += not was_healthy
+        self.post_healthy += now_healthy
+        self.post_unhealthy += not now_healthy
+        if crr["repair-attempted"]:
+            self.attempted += 1
+            self.successful += bool(crr["repair-successful"])
+        if self.verbose:
+            path = "/".join(unit["path"]) or "<root>"
+            self.stdout.write(f"'{path}': {'healthy' if was_healthy else 'not healthy'}\n")
+        pre = crr.get("pre-repair-results", {}).get("results", {})
+        for server, si, shnum in pre.get("list-corrupt-shares", []):
+            self.stdout.write(f" corrupt: server {server}, SI {si}, shnum {shnum!r}\n")
+        if crr["repair-attempted"]:
+            self.stdout.write(" repair successful\n" if crr["repair-successful"]
+                              else " repair failed\n")
+
+    def done(self) -> None:
+        self.stdout.write(f"done: {self.objects} objects checked\n"
+                          f" pre-repair: {self.pre_healthy} healthy, {self.pre_unhealthy}"
+                          f" unhealthy\n"
+                          f" {self.attempted} repairs attempted, {self.successful} successful,"
+                          f" {self.attempted - self.successful} failed\n"
+                          f" post-repair: {self.post_healthy} healthy, {self.post_unhealthy}"
+                          f" unhealthy\n")
+
+
 def _deep_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO,
                 env: Mapping[str, str]) -> int:
     query = "t=stream-deep-check" + check_flags(args)
     for where in args.locations or [""]:
-        output = _DeepCheckOutput(stdout, args.verbose)
+        output: Any = (_DeepRepairOutput if args.repair else _DeepCheckOutput)(
+            stdout, args.verbose)
         code = _stream(args, env, where, query, stdout, stderr, output)
         if code:
             return code

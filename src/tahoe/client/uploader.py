@@ -113,10 +113,14 @@ class Uploader:
         self._params = params
         self._clock = clock
 
-    async def upload(self, source: Uploadable,
-                     params: EncodingParameters | None = None) -> UploadResult:
+    async def upload(self, source: Uploadable, params: EncodingParameters | None = None,
+                     key: bytes | None = None) -> UploadResult:
         """Upload ``source`` and return its cap.
 
+        :param key: the AES key to use instead of the convergent one (a repair
+            re-encodes a file with the key of its cap; with the file's own k, N
+            and segment size that gives the very same shares, and servers that
+            hold one already answer ``alreadygot``, so only missing shares move).
         :raises UploadUnhappinessError: if too few servers took shares.
         """
         params = params or self._params
@@ -125,7 +129,8 @@ class Uploader:
         if size <= LIT_SIZE_THRESHOLD:
             return UploadResult(LiteralCap(source.read(0, size)), None, {}, 0, {"total": 0.0})
         geometry = params.geometry(size)
-        key = await self._convergent_key(source, geometry)
+        if key is None:
+            key = await self._convergent_key(source, geometry)
         hashed = time.monotonic()
         encoder = ImmutableEncoder(key, size, params)
         upload = _Upload(self, encoder, source, params, self._clock)

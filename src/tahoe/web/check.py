@@ -4,7 +4,8 @@
 files alive on servers that expire leases); ``verify=true`` reads every
 share whole and checks it; ``output=JSON`` gives Tahoe's JSON (as
 text/plain, like Tahoe), otherwise an HTML page, with a link to
-``return_to`` when given. ``repair=`` is refused (400) until supported.
+``return_to`` when given. ``repair=true`` repairs what needs it
+(:mod:`tahoe.client.repairer`) and answers Tahoe's check-and-repair shape.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any
 from twisted.web.server import Request
 
 from ..client.checker import UncheckableCap
+from ..client.repairer import check_and_repair
 from .common import WebError, arg, boolean_arg
 from .traversal import Gateway
 
@@ -23,12 +25,14 @@ __all__ = ["post_check"]
 
 async def post_check(gateway: Gateway, request: Request, cap: Any) -> bytes:
     """Check the object ``cap`` names and render the results."""
-    if boolean_arg(request, "repair", False):
-        raise WebError("t=check&repair=true is not supported by this gateway yet")
+    add_lease = boolean_arg(request, "add-lease", False)
+    verify = boolean_arg(request, "verify", False)
     try:
-        results = await gateway.client.checker.check(
-            cap, add_lease=boolean_arg(request, "add-lease", False),
-            verify=boolean_arg(request, "verify", False))
+        if boolean_arg(request, "repair", False):
+            results = await check_and_repair(gateway.client, cap, add_lease, verify)
+        else:
+            results = await gateway.client.checker.check(cap, add_lease=add_lease,
+                                                         verify=verify)
     except UncheckableCap as error:
         raise WebError(str(error)) from None
     if (arg(request, "output") or "").lower() == "json":
@@ -39,6 +43,11 @@ async def post_check(gateway: Gateway, request: Request, cap: Any) -> bytes:
 
 
 def _page(results: dict[str, Any], return_to: str | None) -> str:
+    if "pre-repair-results" in results:
+        attempt = ("Repair successful." if results["repair-successful"] else "Repair failed.") \
+            if results["repair-attempted"] else "No repair was needed or possible."
+        return _page(results["post-repair-results"], return_to).replace(
+            "</h1>", f"</h1><p>{attempt}</p>", 1)
     details = results.get("results", {})
     healthy = details.get("healthy")
     rows = "".join(f"<tr><th>{html.escape(key)}</th><td>{html.escape(str(value))}</td></tr>"

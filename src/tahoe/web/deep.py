@@ -21,6 +21,7 @@ from twisted.web.server import Request
 
 from ..client.check_results import lit_results
 from ..client.deep import Unit, walk
+from ..client.repairer import check_and_repair
 from ..dirnode.children import ChildNode
 from .common import WebError, boolean_arg
 from .traversal import Gateway
@@ -40,15 +41,20 @@ async def post_stream(gateway: Gateway, request: Request, child: ChildNode, t: s
     """Walk the directory ``child`` and stream its manifest or deep-check."""
     if not child.is_directory:
         raise WebError(f"t={t} needs a directory")
-    if boolean_arg(request, "repair", False):
-        raise WebError(f"t={t}&repair=true is not supported by this gateway yet")
     add_lease = boolean_arg(request, "add-lease", False)
     verify = boolean_arg(request, "verify", False)
+    repair = boolean_arg(request, "repair", False)
+    results_key = "check-and-repair-results" if repair else "check-results"
     checker = gateway.client.checker
     pending: deque[tuple[dict[str, Any], Deferred | None]] = deque()
 
     async def check(unit: Unit) -> dict[str, Any]:
-        if unit.child.is_unknown or unit.child.cap is None:
+        literal = unit.child.is_unknown or unit.child.cap is None or not unit.line["storage-index"]
+        if repair:
+            if literal:
+                return {"storage-index": "", "repair-attempted": False}
+            return await check_and_repair(gateway.client, unit.child.cap, add_lease, verify)
+        if literal:
             return lit_results()
         return await checker.check(unit.child.cap, add_lease=add_lease, verify=verify)
 
@@ -56,7 +62,7 @@ async def post_stream(gateway: Gateway, request: Request, child: ChildNode, t: s
         while len(pending) > keep:
             line, result = pending.popleft()
             if result is not None:
-                line["check-results"] = await result
+                line[results_key] = await result
             _write(request, line)
 
     async def visit(unit: Unit) -> None:

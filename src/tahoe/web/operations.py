@@ -28,6 +28,7 @@ from twisted.web.server import Request
 from ..caps.dirnode import DirectoryCap
 from ..client.deep import Unit, walk
 from ..client.deep_stats import DeepStats
+from ..client.repairer import check_and_repair
 from ..dirnode.children import ChildNode
 from ..util import base32
 from .common import WebError, arg, boolean_arg, redirect, render_async
@@ -60,6 +61,10 @@ class Operation:
         self.corrupt: list[list[Any]] = []
         self.unhealthy_files: list[list[Any]] = []
         self.by_si: dict[str, dict[str, Any]] = {}
+        self.repair = False
+        self.repairs = {"attempted": 0, "successful": 0}
+        self.post_healthy = self.post_unhealthy = 0
+        self.remaining_corrupt: list[list[Any]] = []
         self.error: str | None = None
         self.task: Deferred | None = None
         self.expires_at: float | None = None  # None while running
@@ -79,6 +84,9 @@ class Operation:
             self.storage_indexes.add(line["storage-index"])
         if results is None or not results.get("storage-index"):
             return  # nothing checked, or a LIT object (not counted, as in Tahoe)
+        if "pre-repair-results" in results:
+            self._record_repair(line["path"], results)
+            return
         details = results["results"]
         self.checked += 1
         if details["healthy"]:
@@ -89,6 +97,26 @@ class Operation:
         if not details["recoverable"]:
             self.unrecoverable += 1
         self.corrupt.extend(details.get("list-corrupt-shares", []))
+        self.by_si[results["storage-index"]] = results
+
+
+    def _record_repair(self, path: list[str], results: dict[str, Any]) -> None:
+        pre, post = results["pre-repair-results"], results["post-repair-results"]
+        self.checked += 1
+        if pre["results"]["healthy"]:
+            self.healthy += 1
+        else:
+            self.unhealthy += 1
+            self.unhealthy_files.append([path, pre])
+        if post["results"]["healthy"]:
+            self.post_healthy += 1
+        else:
+            self.post_unhealthy += 1
+        if results["repair-attempted"]:
+            self.repairs["attempted"] += 1
+            self.repairs["successful"] += bool(results["repair-successful"])
+        self.corrupt.extend(pre["results"].get("list-corrupt-shares", []))
+        self.remaining_corrupt.extend(post["results"].get("list-corrupt-shares", []))
         self.by_si[results["storage-index"]] = results
 
 
@@ -139,7 +167,12 @@ async def _run(gateway: Gateway, op: Operation, root: ChildNode, add_lease: bool
         if op.kind == "deep-check":
             child = unit.child
             if not (child.is_unknown or child.cap is None):
-                results = await checker.check(child.cap, add_lease=add_lease, verify=verify)
+                if op.repair:
+                    results = await check_and_repair(gateway.client, child.cap, add_lease,
+                                                     verify)
+                else:
+                    results = await checker.check(child.cap, add_lease=add_lease,
+                                                  verify=verify)
         op.record(unit, results)
 
     await walk(gateway.open, root, visit, op.stats)
@@ -153,10 +186,9 @@ def start_operation(gateway: Gateway, operations: Operations, request: Request,
         raise WebError("slow operation requires ophandle=")
     if not child.is_directory:
         raise WebError(f"t={t} needs a directory")
-    if boolean_arg(request, "repair", False):
-        raise WebError(f"t={t}&repair=true is not supported by this gateway yet")
     retain = arg(request, "retain-for")
     op = Operation(STARTS[t], child, operations.clock.seconds())
+    op.repair = boolean_arg(request, "repair", False)
     operations.add(handle, op, float(retain) if retain else None)
     task = ensureDeferred(_run(gateway, op, child, boolean_arg(request, "add-lease", False),
                                boolean_arg(request, "verify", False)))
@@ -179,6 +211,22 @@ def start_operation(gateway: Gateway, operations: Operations, request: Request,
 
 
 def _deep_check_json(op: Operation) -> dict[str, Any]:
+    if op.repair:
+        return {"finished": op.finished, "root-storage-index": op.origin,
+                "count-objects-checked": op.checked,
+                "count-objects-healthy-pre-repair": op.healthy,
+                "count-objects-unhealthy-pre-repair": op.unhealthy,
+                "count-objects-healthy-post-repair": op.post_healthy,
+                "count-objects-unhealthy-post-repair": op.post_unhealthy,
+                "count-repairs-attempted": op.repairs["attempted"],
+                "count-repairs-successful": op.repairs["successful"],
+                "count-repairs-unsuccessful": op.repairs["attempted"] - op.repairs["successful"],
+                "count-corrupt-shares-pre-repair": len(op.corrupt),
+                # Tahoe 1.20 repeats the pre-repair count here
+                "count-corrupt-shares-post-repair": len(op.corrupt),
+                "list-corrupt-shares": op.corrupt,
+                "list-remaining-corrupt-shares": op.remaining_corrupt,
+                "list-unhealthy-files": op.unhealthy_files, "stats": op.stats.results()}
     return {"finished": op.finished, "root-storage-index": op.origin,
             "count-objects-checked": op.checked, "count-objects-healthy": op.healthy,
             "count-objects-unhealthy": op.unhealthy, "count-corrupt-shares": len(op.corrupt),
