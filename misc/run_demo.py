@@ -15,7 +15,6 @@ it did not (the grid is still served until Ctrl-C), 2 if the grid did not start.
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import signal
 import subprocess

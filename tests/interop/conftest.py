@@ -45,7 +45,8 @@ from tests.support.grid import (
     start_client,
     start_grid,
 )
-from tests.support.nodes import Shares, TahoeTool, our_tahoe
+from tests.support.nodes import Shares, TahoeTool, config_for_tests, edit_tahoe_cfg, our_tahoe
+from tests.support.ports import free_port
 from tests.support.processes import ProcessSet
 from tests.support.tahoe120 import ensure_tahoe120
 
@@ -106,3 +107,24 @@ def tahoe_client(tahoe120: Path,
             return gateway
 
         yield start
+
+
+@pytest.fixture(scope="session")
+def our_client_on_tahoe_grid(tahoe_grid: Grid, tahoe_client: ClientFactory,
+                             tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    """Our client node joined to the Tahoe grid (shared by the session), with the Tahoe
+    client's convergence secret, so both give a file the same cap."""
+    theirs = tahoe_client(tahoe_grid.introducer_furl)
+    workdir = tmp_path_factory.mktemp("our-client-on-tahoe-grid")
+    tool = TahoeTool(our_tahoe(), workdir / "logs")
+    basedir = workdir / "client"
+    tool.create_client(basedir, introducer_furl=tahoe_grid.introducer_furl,
+                       shares=SMALL_GRID_SHARES, nickname="ours", web_port=free_port())
+    edit_tahoe_cfg(basedir, config_for_tests(storage=False))
+    secret = (Path(theirs.node.basedir) / "private" / "convergence").read_bytes()
+    (basedir / "private" / "convergence").write_bytes(secret)
+    with ProcessSet() as processes:
+        node = tool.start(basedir, processes)
+        gateway = Gateway(node, node.node_url(30))
+        gateway.wait_for_servers(len(tahoe_grid.storage_nodes))
+        yield gateway

@@ -10,16 +10,12 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.support.dirapi import WebAPI
-from tests.support.grid import SMALL_GRID_SHARES, ClientFactory, Gateway, Grid
-from tests.support.nodes import TahoeTool, config_for_tests, edit_tahoe_cfg, our_tahoe
-from tests.support.ports import free_port
-from tests.support.processes import ProcessSet
+from tests.support.grid import ClientFactory, Gateway, Grid
 
 pytestmark = pytest.mark.interop
 
@@ -30,23 +26,6 @@ FORMATS = ["SDMF", "MDMF"]
 def data(seed: str, size: int) -> bytes:
     """Bytes unique to this run."""
     return random.Random(f"{seed}-{time.time()}").randbytes(size)
-
-
-@pytest.fixture(scope="module")
-def our_client_on_tahoe_grid(tahoe_grid: Grid,
-                             tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
-    """Our client node joined to the Tahoe 1.20 grid."""
-    workdir = tmp_path_factory.mktemp("our-dir-client-on-tahoe-grid")
-    tool = TahoeTool(our_tahoe(), workdir / "logs")
-    basedir = workdir / "client"
-    tool.create_client(basedir, introducer_furl=tahoe_grid.introducer_furl,
-                       shares=SMALL_GRID_SHARES, nickname="ours", web_port=free_port())
-    edit_tahoe_cfg(basedir, config_for_tests(storage=False))
-    with ProcessSet() as processes:
-        node = tool.start(basedir, processes)
-        gateway = Gateway(node, node.node_url(30))
-        gateway.wait_for_servers(len(tahoe_grid.storage_nodes))
-        yield gateway
 
 
 @pytest.fixture(params=GRIDS)

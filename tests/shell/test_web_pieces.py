@@ -56,7 +56,7 @@ def test_file_json_shapes() -> None:
     f"/file/{CHK}/@@named=/a.txt".encode(),
     f"/named/{CHK}".encode(),
     f"/uri?uri={CHK}&t=info".encode(),
-    f"/uri?t=mkdir&private-key=secretkey".encode(),
+    b"/uri?t=mkdir&private-key=secretkey",
 ])
 def test_access_log_never_shows_caps(uri: bytes) -> None:
     """Every cap in a logged request line is replaced by [CENSORED]."""

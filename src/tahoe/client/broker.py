@@ -17,6 +17,7 @@ from twisted.python import log
 
 from ..util import base32
 from ..web.json_shapes import ServerSummary
+from .placement import permuted_ring
 
 STORAGE_V1 = b"http://allmydata.org/tahoe/protocols/storage/v1"
 
@@ -170,6 +171,16 @@ class StorageBroker:
     def connected_servers(self) -> list[StorageServerHandle]:
         """Servers with a live connection and a version answer, in server-id order."""
         return [s for _, s in sorted(self.servers.items()) if s.is_connected]
+
+    def ring(self, storage_index: bytes,
+             accept: Callable[["StorageServerHandle"], bool] = lambda s: True
+             ) -> list["StorageServerHandle"]:
+        """The connected servers ``accept`` allows, in the permuted-ring order of a
+        storage index (the order every upload, download, check and servermap uses)."""
+        servers = {s.server_id.decode("ascii"): s for s in self.connected_servers() if accept(s)}
+        order = permuted_ring(storage_index, {sid: s.permutation_seed
+                                              for sid, s in servers.items()})
+        return [servers[sid] for sid in order]
 
     def when(self, predicate: Callable[[], bool]) -> Deferred:
         """A Deferred that fires once ``predicate()`` holds (checked on every change)."""

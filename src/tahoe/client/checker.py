@@ -35,7 +35,6 @@ from ..util import base32
 from .broker import StorageBroker, StorageServerHandle
 from .check_results import immutable_results, lit_results, mutable_results
 from .mapupdate import add_lease, report_corrupt, survey
-from .placement import permuted_ring
 
 __all__ = ["Checker", "UncheckableCap"]
 
@@ -53,12 +52,6 @@ class Checker:
     def __init__(self, broker: StorageBroker, lease_secrets: ClientLeaseSecrets) -> None:
         self.broker = broker
         self.lease_secrets = lease_secrets
-
-    def _servers(self, storage_index: bytes) -> list[StorageServerHandle]:
-        servers = {s.server_id.decode("ascii"): s for s in self.broker.connected_servers()}
-        order = permuted_ring(storage_index, {sid: s.permutation_seed
-                                              for sid, s in servers.items()})
-        return [servers[sid] for sid in order]
 
     async def check(self, cap: Any, add_lease: bool = False,
                     verify: bool = False) -> dict[str, Any]:
@@ -84,7 +77,7 @@ class Checker:
     async def _check_immutable(self, cap: CHKReadCap | CHKVerifyCap,
                                renew: bool, verify: bool) -> dict[str, Any]:
         si = cap.storage_index
-        servers = self._servers(si)
+        servers = self.broker.ring(si)
         if renew:
             secrets = self._secrets(si)
             for server in servers:
@@ -131,7 +124,7 @@ class Checker:
 
     async def _check_mutable(self, si: bytes, fingerprint: bytes, renew: bool, verify: bool,
                              writekey: bytes | None) -> dict[str, Any]:
-        smap, probe = await survey(si, fingerprint, self._servers(si),
+        smap, probe = await survey(si, fingerprint, self.broker.ring(si),
                                    self._secrets(si) if renew else None)
         shares = smap.shares()
         corrupt = list(smap.bad_shares())

@@ -38,7 +38,6 @@ from ..immutable.verifier import FileVerifier
 from ..stats.registry import Statistics
 from .broker import StorageBroker, StorageServerHandle
 from .errors import NoSharesError, NotEnoughSharesError
-from .placement import permuted_ring
 
 #: A share predicted to be at most this long is read whole in its first read.
 WHOLE_SHARE_LIMIT = 256 * 1024
@@ -118,8 +117,7 @@ class FileDownload:
             return self._located
         located: Deferred = Deferred()
         self._located = located
-        servers = {s.server_id.decode("ascii"): s for s in self.broker.connected_servers()}
-        order = permuted_ring(self.si, {sid: s.permutation_seed for sid, s in servers.items()})
+        order = self.broker.ring(self.si)
         self._asked = len(order)
         if not order:
             located.callback(None)
@@ -146,8 +144,7 @@ class FileDownload:
             if len(distinct) >= self.cap.needed or self._answers >= self._asked:
                 located.callback(None)
 
-        for sid in order:
-            server = servers[sid]
+        for server in order:
             d = server.rref.callRemote("get_buckets", self.si)
             d.addCallbacks(answered, failed, callbackArgs=(server,), errbackArgs=(server,))
         return located

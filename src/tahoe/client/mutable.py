@@ -45,7 +45,6 @@ from ..mutable.servermap import ServerMap
 from ..mutable.slot_writes import check_write_answer, plan_publish, read_vector
 from .broker import StorageBroker, StorageServerHandle
 from .mapupdate import Probe, report_corrupt, survey
-from .placement import permuted_ring
 
 WriteCap = SSKWriteCap | MDMFWriteCap
 ReadCap = SSKReadCap | MDMFReadCap | SSKWriteCap | MDMFWriteCap
@@ -138,10 +137,7 @@ class MutableClient:
 
     def servers_for(self, storage_index: bytes) -> list[StorageServerHandle]:
         """Connected servers in permuted-ring order for a storage index."""
-        servers = {s.server_id.decode("ascii"): s for s in self.broker.connected_servers()}
-        order = permuted_ring(storage_index, {sid: s.permutation_seed
-                                              for sid, s in servers.items()})
-        return [servers[sid] for sid in order]
+        return self.broker.ring(storage_index)
 
 
 class MutableFileNode:

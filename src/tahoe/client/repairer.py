@@ -28,10 +28,10 @@ from ..caps.dirnode import DirectoryCap
 from ..caps.immutable import CHKReadCap, LiteralCap
 from ..caps.mutable import MDMFWriteCap, SSKWriteCap
 from ..immutable.params import EncodingParameters
-from .check_results import immutable_results
+from .check_results import immutable_results, lit_results
 from .uploadable import FileUploadable
 
-__all__ = ["check_and_repair"]
+__all__ = ["check_and_repair", "check_unit"]
 
 #: Plaintext kept in memory while a file is spooled for repair; beyond, a temporary file.
 SPOOL_MEMORY = 1024 * 1024
@@ -64,6 +64,17 @@ async def check_and_repair(services: Any, cap: Any, add_lease: bool = False,
     return {"storage-index": pre["storage-index"], "repair-attempted": attempted,
             "repair-successful": successful, "pre-repair-results": pre,
             "post-repair-results": post}
+
+
+async def check_unit(services: Any, unit: Any, *, add_lease: bool, verify: bool,
+                     repair: bool) -> dict[str, Any]:
+    """The check (or check-and-repair) results of one object of a deep walk
+    (:class:`.deep.Unit`); literal and unknown objects get Tahoe's stand-ins."""
+    if unit.child.is_unknown or unit.child.cap is None or not unit.line["storage-index"]:
+        return {"storage-index": "", "repair-attempted": False} if repair else lit_results()
+    if repair:
+        return await check_and_repair(services, unit.child.cap, add_lease, verify)
+    return await services.checker.check(unit.child.cap, add_lease=add_lease, verify=verify)
 
 
 def _repairable(cap: Any) -> bool:

@@ -38,7 +38,7 @@ from ..immutable.keys import ConvergentKeyHasher
 from ..immutable.params import LIT_SIZE_THRESHOLD, EncodingParameters, SegmentGeometry
 from .broker import StorageBroker, StorageServerHandle
 from .errors import UploadUnhappinessError
-from .placement import permuted_ring, place_shares, servers_of_happiness
+from .placement import place_shares, servers_of_happiness
 from .uploadable import Uploadable
 
 #: Sources up to this size are hashed and encoded on the reactor thread.
@@ -176,10 +176,7 @@ class _Upload:
 
     def _candidates(self) -> list[StorageServerHandle]:
         size = self.encoder.share_length
-        servers = {s.server_id.decode("ascii"): s for s in self.broker.connected_servers()
-                   if (s.maximum_immutable_share_size or 0) >= size}
-        order = permuted_ring(self.si, {sid: s.permutation_seed for sid, s in servers.items()})
-        return [servers[sid] for sid in order]
+        return self.broker.ring(self.si, lambda s: (s.maximum_immutable_share_size or 0) >= size)
 
     async def run(self) -> tuple[CHKReadCap, dict[int, frozenset[str]], int]:
         params = self.params

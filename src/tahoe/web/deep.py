@@ -19,9 +19,8 @@ from typing import Any
 from twisted.internet.defer import CancelledError, Deferred, ensureDeferred
 from twisted.web.server import Request
 
-from ..client.check_results import lit_results
 from ..client.deep import Unit, walk
-from ..client.repairer import check_and_repair
+from ..client.repairer import check_unit
 from ..dirnode.children import ChildNode
 from .common import WebError, boolean_arg
 from .traversal import Gateway
@@ -45,18 +44,11 @@ async def post_stream(gateway: Gateway, request: Request, child: ChildNode, t: s
     verify = boolean_arg(request, "verify", False)
     repair = boolean_arg(request, "repair", False)
     results_key = "check-and-repair-results" if repair else "check-results"
-    checker = gateway.client.checker
     pending: deque[tuple[dict[str, Any], Deferred | None]] = deque()
 
     async def check(unit: Unit) -> dict[str, Any]:
-        literal = unit.child.is_unknown or unit.child.cap is None or not unit.line["storage-index"]
-        if repair:
-            if literal:
-                return {"storage-index": "", "repair-attempted": False}
-            return await check_and_repair(gateway.client, unit.child.cap, add_lease, verify)
-        if literal:
-            return lit_results()
-        return await checker.check(unit.child.cap, add_lease=add_lease, verify=verify)
+        return await check_unit(gateway.client, unit, add_lease=add_lease, verify=verify,
+                                repair=repair)
 
     async def flush(keep: int) -> None:
         while len(pending) > keep:

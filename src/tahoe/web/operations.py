@@ -28,7 +28,7 @@ from twisted.web.server import Request
 from ..caps.dirnode import DirectoryCap
 from ..client.deep import Unit, walk
 from ..client.deep_stats import DeepStats
-from ..client.repairer import check_and_repair
+from ..client.repairer import check_unit
 from ..dirnode.children import ChildNode
 from ..util import base32
 from .common import WebError, arg, boolean_arg, redirect, render_async
@@ -160,19 +160,11 @@ class Operations:
 
 async def _run(gateway: Gateway, op: Operation, root: ChildNode, add_lease: bool,
                verify: bool) -> None:
-    checker = gateway.client.checker
-
     async def visit(unit: Unit) -> None:
         results = None
         if op.kind == "deep-check":
-            child = unit.child
-            if not (child.is_unknown or child.cap is None):
-                if op.repair:
-                    results = await check_and_repair(gateway.client, child.cap, add_lease,
-                                                     verify)
-                else:
-                    results = await checker.check(child.cap, add_lease=add_lease,
-                                                  verify=verify)
+            results = await check_unit(gateway.client, unit, add_lease=add_lease,
+                                       verify=verify, repair=op.repair)
         op.record(unit, results)
 
     await walk(gateway.open, root, visit, op.stats)
