@@ -227,7 +227,8 @@ def test_whole_process_timings(tmp_path: Path, gateway: Gateway, tahoe120: Path)
     version, version_cpu = _medians_ms([exe, "--version"], TIMING_RUNS)
     put, put_cpu = _medians_ms([exe, "put", "-u", gateway.url], TIMING_RUNS, files)
 
-    from tahoe.cli.gateway import Body, Gateway as Client
+    from tahoe.cli.gateway import Gateway as Client
+    from tahoe.cli.localio import Body
     gateway_times = []
     for i in range(TIMING_RUNS):
         data = random.Random(f"cli-timing-gateway-{i}").randbytes(1000)

@@ -30,8 +30,8 @@ from tahoe.cli import main as main_command
 from tahoe.cli import put as put_command
 from tahoe.cli.aliases import escape_path, parse_aliases, percent_quote, quote_cap, resolve_path
 from tahoe.cli.errors import NodeURLError, UnknownAliasError, UsageError
-from tahoe.cli.gateway import (USER_AGENT, Body, Gateway, check_node_url, node_directory,
-                               read_node_url, spool_stream)
+from tahoe.cli.gateway import USER_AGENT, Gateway, check_node_url, node_directory, read_node_url
+from tahoe.cli.localio import Body, spool_stream
 from tahoe.cli.progress import THRESHOLD, TextBar, format_bytes, progress_bar
 
 DIRCAP = "URI:DIR2:aaaaaaaaaaaaaaaaaaaaaaaaaa:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
@@ -653,7 +653,7 @@ def test_put_and_get_import_only_the_standard_library(tmp_path: Path, fake: Fake
         ours = {name for name in modules if name.split(".")[0] == "tahoe"}
         assert ours <= {"tahoe", "tahoe._version", "tahoe.cli", "tahoe.cli.main",
                         "tahoe.cli.put", "tahoe.cli.get", "tahoe.cli.gateway",
-                        "tahoe.cli.aliases", "tahoe.cli.errors"}, argv
+                        "tahoe.cli.localio", "tahoe.cli.aliases", "tahoe.cli.errors"}, argv
 
 
 def test_grid_command_does_not_import_twisted() -> None:

@@ -30,7 +30,8 @@ from .aliases import quote_output
 from .cp_plan import DirPlan, children_json, directory_link, file_link, walk
 from .cp_sources import FileSource, Target
 from .errors import CLIError, HTTPStatusError, LocalFileError
-from .gateway import Body, Gateway, body_from_path, spool_stream
+from .gateway import Gateway
+from .localio import Body, body_from_path, spool_stream
 from .remote import ERROR_BODY_LIMIT, call_ok, get_json, object_path
 from .workers import TaskPool
 

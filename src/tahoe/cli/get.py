@@ -23,7 +23,8 @@ from typing import BinaryIO, TextIO
 from .aliases import escape_path, quote_cap, resolve_path
 from .errors import CLIError, HTTPStatusError, LocalFileError, TransferError
 from .gateway import (ArgumentParser, Gateway, HelpShown, Response, add_gateway_options,
-                      binary_stdout, gateway_from_args, maybe_progress_bar, report)
+                      gateway_from_args, report)
+from .localio import binary_stdout, maybe_progress_bar
 
 __all__ = ["run", "source_path"]
 

@@ -163,7 +163,7 @@ def progress_bar(stream: TextIO, total: int | None, description: str) -> Progres
 
     Returns a bar that draws nothing when ``stream`` is not a terminal or
     ``total`` is below :data:`THRESHOLD`. (Callers that want to skip importing
-    this module for non-terminals use :func:`tahoe.cli.gateway.maybe_progress_bar`.)
+    this module for non-terminals use :func:`tahoe.cli.localio.maybe_progress_bar`.)
     """
     if not _is_terminal(stream) or (total is not None and total < THRESHOLD):
         return NO_PROGRESS

@@ -14,7 +14,7 @@ As Tahoe-LAFS 1.20 (``reference/frontends.md`` §2.3, ``allmydata/scripts/tahoe_
   other status: ``Error: <status> <reason>`` and the body, exit status 1.
 
 Files are streamed, never read whole into memory (stdin is spooled, see
-:func:`tahoe.cli.gateway.spool_stream`); a progress bar shows on a terminal for
+:func:`tahoe.cli.localio.spool_stream`); a progress bar shows on a terminal for
 large files. Standard library only.
 """
 from __future__ import annotations
@@ -26,8 +26,9 @@ from typing import BinaryIO, TextIO
 
 from .aliases import escape_path, quote_cap, resolve_path
 from .errors import CLIError, HTTPStatusError, LocalFileError, UsageError
-from .gateway import (ArgumentParser, Body, Gateway, HelpShown, add_gateway_options,
-                      body_from_path, gateway_from_args, maybe_progress_bar, report, spool_stream)
+from .gateway import (ArgumentParser, Gateway, HelpShown, add_gateway_options,
+                      gateway_from_args, report)
+from .localio import Body, body_from_path, maybe_progress_bar, spool_stream
 
 __all__ = ["run", "target_path", "query_arguments", "private_key_argument"]
 

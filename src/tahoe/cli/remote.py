@@ -12,7 +12,8 @@ from typing import Any, TextIO
 
 from .aliases import escape_path, quote_cap
 from .errors import CLIError, HTTPStatusError
-from .gateway import ArgumentParser, Body, Gateway, HelpShown, add_gateway_options, report
+from .gateway import ArgumentParser, Gateway, HelpShown, add_gateway_options, report
+from .localio import Body
 
 __all__ = ["ERROR_BODY_LIMIT", "object_path", "call", "call_ok", "get_json", "new_parser",
            "run_command", "write_line"]

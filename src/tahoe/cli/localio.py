@@ -1,0 +1,175 @@
+"""Local bytes for the CLI's transfers: request bodies from files or spooled
+streams, binary standard output, and a progress bar only on a terminal.
+
+Standard library only (the progress bar module is imported only when shown).
+"""
+from __future__ import annotations
+
+import io
+import os
+import socket
+import stat
+from collections.abc import Callable
+from typing import Any, BinaryIO, TextIO
+
+from .errors import LocalFileError
+
+__all__ = ["CHUNK_SIZE", "Body", "binary_stdout", "body_from_path", "maybe_progress_bar",
+           "spool_stream"]
+
+#: Bytes of piped input kept in memory before spooling to a temporary file.
+SPOOL_MEMORY_LIMIT = 8 * 1024 * 1024
+#: Bytes sent or read per piece.
+CHUNK_SIZE = 1024 * 1024
+
+
+class Body:
+    """A request body of known length: bytes in memory, or part of a binary file.
+
+    :param stream: a binary file; ``offset`` says where the body starts in it.
+    :param length: the number of bytes to send.
+    :param owned: close ``stream`` in :meth:`close` (for files this module opened).
+    """
+
+    def __init__(self, stream: BinaryIO | None, length: int, offset: int = 0,
+                 owned: bool = False, data: bytes | None = None) -> None:
+        self.stream = stream
+        self.length = length
+        self.offset = offset
+        self.data = data
+        self._owned = owned
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Body:
+        """A body held in memory."""
+        return cls(None, len(data), data=data)
+
+    def send(self, sock: socket.socket, progress: Callable[[int], None] | None = None) -> None:
+        """Send the whole body, in :data:`CHUNK_SIZE` pieces when ``progress`` wants news.
+
+        A file goes out with ``sendfile`` (zero-copy) on a plain socket.
+
+        :raises OSError: if the connection breaks.
+        :raises LocalFileError: if the file ends before ``length`` bytes.
+        """
+        if self.data is not None:
+            view = memoryview(self.data)
+            for start in range(0, len(view), CHUNK_SIZE):
+                piece = view[start:start + CHUNK_SIZE]
+                sock.sendall(piece)
+                if progress is not None:
+                    progress(len(piece))
+            return
+        assert self.stream is not None
+        sent = 0
+        step = CHUNK_SIZE if progress is not None else self.length
+        while sent < self.length:
+            count = min(step, self.length - sent)
+            done = sock.sendfile(self.stream, self.offset + sent, count)  # type: ignore[arg-type]
+            if done == 0:
+                raise LocalFileError(f"Error: the input ended after {sent} of {self.length} bytes")
+            sent += done
+            if progress is not None:
+                progress(done)
+
+    def close(self) -> None:
+        """Close the stream if this body owns it."""
+        if self._owned and self.stream is not None:
+            self.stream.close()
+
+
+def body_from_path(path: str) -> Body:
+    """A body that streams the file at ``path`` (spooled first if it is not a regular file).
+
+    :raises LocalFileError: if it cannot be opened or read.
+    """
+    try:
+        stream = open(path, "rb")
+    except OSError as e:
+        raise LocalFileError(f"Error: cannot read {path}: {e.strerror or e}") from None
+    try:
+        info = os.fstat(stream.fileno())
+        if stat.S_ISREG(info.st_mode):
+            return Body(stream, info.st_size, 0, owned=True)
+        with stream:
+            return spool_stream(stream)
+    except OSError as e:
+        stream.close()
+        raise LocalFileError(f"Error: cannot read {path}: {e.strerror or e}") from None
+
+
+def spool_stream(stream: BinaryIO, memory_limit: int = SPOOL_MEMORY_LIMIT) -> Body:
+    """A body with everything left in ``stream`` (stdin, a pipe), whose length is learnt first.
+
+    A regular file (``tahoe put < FILE``) is sent from where it stands, without
+    copying. Otherwise data is read in chunks: up to ``memory_limit`` bytes stay
+    in memory, beyond that everything goes to an anonymous temporary file.
+
+    :raises LocalFileError: on a read or temporary-file error.
+    """
+    try:
+        fd = stream.fileno()
+        info = os.fstat(fd)
+    except (OSError, ValueError, io.UnsupportedOperation):
+        fd, info = -1, None
+    try:
+        if info is not None and stat.S_ISREG(info.st_mode):
+            position = os.lseek(fd, 0, os.SEEK_CUR)
+            raw = os.fdopen(os.dup(fd), "rb", buffering=0)
+            return Body(raw, max(0, info.st_size - position), position, owned=True)
+        buffer = bytearray()
+        while len(buffer) <= memory_limit:
+            chunk = stream.read(CHUNK_SIZE)
+            if not chunk:
+                return Body.from_bytes(bytes(buffer))
+            buffer += chunk
+        import tempfile  # only for large piped input
+        spool = tempfile.TemporaryFile()
+        spool.write(buffer)
+        del buffer
+        while chunk := stream.read(CHUNK_SIZE):
+            spool.write(chunk)
+        length = spool.tell()
+        spool.flush()
+        return Body(spool, length, 0, owned=True)  # type: ignore[arg-type]
+    except OSError as e:
+        raise LocalFileError(f"Error: cannot read the input: {e.strerror or e}") from None
+
+
+class _Silent:
+    """The progress of a transfer nobody watches."""
+
+    def update(self, count: int) -> None:
+        """Ignore ``count``."""
+
+    def close(self) -> None:
+        """Nothing to close."""
+
+
+def maybe_progress_bar(stream: TextIO, total: int | None, description: str) -> Any:
+    """:func:`tahoe.cli.progress.progress_bar`, imported only when ``stream`` is a terminal.
+
+    :returns: an object with ``update(count)`` and ``close()``.
+    """
+    try:
+        terminal = stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        terminal = False
+    if not terminal:
+        return _Silent()
+    from .progress import progress_bar
+    return progress_bar(stream, total, description)
+
+
+def binary_stdout(stdout: TextIO) -> BinaryIO:
+    """The byte stream under a text ``stdout`` (flushed first), for file contents."""
+    stdout.flush()
+    buffer = getattr(stdout, "buffer", None)
+    if buffer is None:
+        raise LocalFileError("Error: standard output cannot take binary data")
+    return buffer  # type: ignore[no-any-return]
+
+
+# ---------------------------------------------------------------------------
+# Responses
+# ---------------------------------------------------------------------------
