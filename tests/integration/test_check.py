@@ -22,6 +22,7 @@ from tahoe.storage.disk import open_file
 from tahoe.util import base32
 from tests.support.dirapi import WebAPI
 from tests.support.nodes import our_tahoe
+from tests.support.processes import wait_until
 from tests.support.proxied_grid import ProxiedGrid
 
 
@@ -310,7 +311,9 @@ def test_verify_finds_a_corrupt_share(api: WebAPI, local_grid: ProxiedGrid) -> N
     ((server, si, shnum),) = details["list-corrupt-shares"]
     assert si == si_b32 and shnum == int(victim.name) and server.startswith("v0-")
     storage_dir = victim.parents[3]
-    assert any((storage_dir / "corruption-advisories").iterdir())
+    # The report to the server is sent without waiting for its answer.
+    wait_until(lambda: any((storage_dir / "corruption-advisories").iterdir()), 10,
+               "the corruption advisory on the server")
     assert api.read(cap, "") is not None  # the file still reads (from the good shares)
 
     root = api.mkdir()
