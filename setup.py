@@ -19,6 +19,8 @@ setup(
         "pycryptodome",
         "attrs",
         "pyyaml",
+        "cbor2",
+        "httptools",
     ],
     extras_require={
         "test": [

@@ -16,7 +16,7 @@ CORE_FILES = [
     *(f"storage/{name}.py" for name in (
         "__init__", "errors", "paths", "leases", "randomaccess", "immutable_container",
         "mutable_container", "containers", "space", "ranges", "arguments", "advisories",
-        "crawl_state")),
+        "crawl_state", "http_messages")),
     *(f"introducer/{name}.py" for name in ("__init__", "errors", "announcement")),
     "client/__init__.py", "client/placement.py", "client/check_results.py", "client/deep_stats.py",
     *(f"node/{name}.py" for name in ("__init__", "errors", "config", "settings", "values",

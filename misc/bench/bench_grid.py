@@ -136,12 +136,14 @@ class BenchGrid:
                              delay: float) -> tuple[BenchNode, list[ProxiedServer]]:
         """A client that knows the storage servers only through delay proxies (``servers.yaml``).
 
-        The client has no introducer; Foolscap only (``force_foolscap``),
-        since its ``servers.yaml`` lists FURLs.
+        The client has no introducer. Its ``servers.yaml`` lists the servers'
+        FURLs, and their NURLs too unless the servers are Foolscap-only, all
+        pointing at the proxies.
         """
         servers = proxy_storage_servers([node.basedir for node in self.servers], proxies,
                                         delay=delay,
-                                        processes=[n.running.process for n in self.servers])
+                                        processes=[n.running.process for n in self.servers],
+                                        https=not self.server_foolscap)
         gateway = start_static_client(self.tool, self.workdir / name, self.processes, servers,
                                       shares=self.shares, timeout=START_TIMEOUT)
         node = BenchNode(gateway.node, gateway.url)

@@ -15,8 +15,11 @@ import pytest
 
 from tahoe.caps.parse import parse_cap
 from tahoe.util import base32
-from tests.support.processes import wait_until
-from tests.support.proxied_grid import ProxiedGrid
+from tests.integration.conftest import DEFAULT_SHARES
+from tests.support.grid import Gateway
+from tests.support.nodes import TahoeTool, our_tahoe
+from tests.support.processes import ProcessSet, wait_until
+from tests.support.proxied_grid import ProxiedGrid, start_static_client
 from tests.support.webapi import WebError
 
 MB = 1_000_000
@@ -184,30 +187,58 @@ def test_upload_fails_cleanly_when_four_servers_die(all_servers_back: ProxiedGri
     wait_until(no_incoming, 15, "incoming shares to be aborted", ignore=(FileNotFoundError,))
 
 
-def test_small_upload_takes_two_round_trips(all_servers_back: ProxiedGrid) -> None:
-    """Over warm connections with 200 ms each way, a 1 kB upload takes 2 round trips, not 3."""
-    grid = all_servers_back
-    grid.client.upload(os.urandom(1000))  # warm up every connection
+@pytest.fixture(scope="module")
+def foolscap_client(local_grid: ProxiedGrid, tmp_path_factory: pytest.TempPathFactory
+                    ) -> Iterator[Gateway]:
+    """A second client on the same proxied servers, with ``[client]force_foolscap``."""
+    workdir = tmp_path_factory.mktemp("foolscap-client")
+    with ProcessSet() as processes:
+        yield start_static_client(TahoeTool(our_tahoe(), workdir / "logs"), workdir / "client",
+                                  processes, local_grid.servers, shares=DEFAULT_SHARES,
+                                  force_foolscap=True)
+
+
+def _upload_turns(grid: ProxiedGrid, client: Gateway) -> tuple[float, list[int]]:
+    """Upload 1 kB with 200 ms each way: the time, and per proxy the number of times the
+    traffic turned from client-to-server to server-to-client (each such turn is a round
+    trip the upload waited for)."""
+    client.upload(os.urandom(1000))  # warm up every connection
     for proxy in grid.proxies:
         proxy.delay = 0.2
     try:
         grid.wait_idle(0.3)
         marks = grid.mark()
         started = time.monotonic()
-        grid.client.upload(os.urandom(1000))
-        elapsed = time.monotonic() - started
+        client.upload(os.urandom(1000))
         finished = time.monotonic()
     finally:
         for proxy in grid.proxies:
             proxy.delay = 0.0
-    rtt = 0.4
-    assert 2 * rtt <= elapsed < 3 * rtt, elapsed
+    turns = []
     for proxy, mark in zip(grid.proxies, marks):
         before_end = [b for c in proxy.connections() for b in c.bursts_since(mark)
                       if b.started_at < finished - 0.2]
-        turns = sum(1 for a, b in zip(before_end, before_end[1:])
-                    if a.direction != b.direction and b.direction.name == "S2C")
-        assert turns == 2, (proxy.port, [(b.direction.name, b.nbytes) for b in before_end])
+        turns.append(sum(1 for a, b in zip(before_end, before_end[1:])
+                         if a.direction != b.direction and b.direction.name == "S2C"))
+    return finished - started, turns
+
+
+def test_small_upload_takes_one_round_trip_over_https(all_servers_back: ProxiedGrid) -> None:
+    """Over warm HTTPS connections with 200 ms each way, a 1 kB upload takes one round trip:
+    the allocation and the share's write go out together, and both answers come back."""
+    elapsed, turns = _upload_turns(all_servers_back, all_servers_back.client)
+    rtt = 0.4
+    assert rtt <= elapsed < 2 * rtt, elapsed
+    assert turns == [1] * len(all_servers_back.proxies), turns
+
+
+def test_small_upload_takes_two_round_trips_over_foolscap(all_servers_back: ProxiedGrid,
+                                                         foolscap_client: Gateway) -> None:
+    """Over Foolscap the writes must wait for the writers the allocation returns: two round trips."""
+    elapsed, turns = _upload_turns(all_servers_back, foolscap_client)
+    rtt = 0.4
+    assert 2 * rtt <= elapsed < 3 * rtt, elapsed
+    assert turns == [2] * len(all_servers_back.proxies), turns
 
 
 def test_slow_server_is_bypassed(all_servers_back: ProxiedGrid) -> None:

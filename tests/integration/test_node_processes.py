@@ -145,17 +145,20 @@ async def test_sigkill_keeps_closed_shares_only(tool: TahoeTool, tmp_path: Path,
         await client.stopService()
 
 
-def test_static_server_reconnects(tool: TahoeTool, tmp_path: Path,
-                                  processes: ProcessSet) -> None:
-    """A client whose servers.yaml lists a storage node follows it going away and coming back."""
-    server_dir = create_storage_node(tool, tmp_path / "server")
+@pytest.mark.parametrize("transport", ["HTTPS", "tcp"])
+def test_static_server_reconnects(tool: TahoeTool, tmp_path: Path, processes: ProcessSet,
+                                  transport: str) -> None:
+    """A client whose servers.yaml lists a storage node follows it going away and coming back,
+    over HTTPS (the default) and over Foolscap (``force_foolscap``, shown "via tcp")."""
+    foolscap = transport == "tcp"
+    server_dir = create_storage_node(tool, tmp_path / "server", force_foolscap=foolscap)
     client_dir = tool.create_client(tmp_path / "client", introducer_furl=None,
                                     shares=SMALL_GRID_SHARES, nickname="client")
     server = start_node(tool, server_dir, processes)
     write_servers_yaml(client_dir, [server_dir])
     client = start_node(tool, client_dir, processes)
     nodeid = server_id(server_dir)
-    expected = f"Connected to tcp:127.0.0.1:{tub_port(server_dir)} via tcp"
+    expected = f"Connected to tcp:127.0.0.1:{tub_port(server_dir)} via {transport}"
 
     entry = wait_for_server(client.url, nodeid, True, processes=[client.node.process])
     assert entry["connection_status"] == expected
@@ -174,7 +177,8 @@ def test_static_server_reconnects(tool: TahoeTool, tmp_path: Path,
 
 def test_storage_nodes_show_every_server_connected_over_tcp(tool: TahoeTool, tmp_path: Path,
                                                            processes: ProcessSet) -> None:
-    """Storage nodes sharing an introducer show each other, and themselves, connected over TCP."""
+    """Storage nodes sharing an introducer show each other, and themselves, connected over
+    TCP (by HTTPS, their default)."""
     # As in Tahoe 1.20, which reaches storage servers from Tubs of their own: two
     # listening nodes' connections are not merged (the one kept could be the other
     # side's, which has no winning hint), and a node reaches its own server over
@@ -183,7 +187,7 @@ def test_storage_nodes_show_every_server_connected_over_tcp(tool: TahoeTool, tmp
     dirs = [create_storage_node(tool, tmp_path / f"storage{i}", introducer_furl=furl)
             for i in (1, 2)]
     nodes = in_parallel([functools.partial(start_node, tool, d, processes) for d in dirs])
-    expected = {server_id(d): f"Connected to tcp:127.0.0.1:{tub_port(d)} via tcp" for d in dirs}
+    expected = {server_id(d): f"Connected to tcp:127.0.0.1:{tub_port(d)} via HTTPS" for d in dirs}
     for node in nodes:
         servers = wait_until(functools.partial(_all_answered, node, len(dirs)), CONNECT_TIMEOUT,
                              f"get_version answers at {node.url}", processes=[node.node.process],

@@ -9,15 +9,15 @@ Fixtures:
 
 * ``tahoe120`` (session): ``Path`` of Tahoe 1.20's ``tahoe`` executable.
 * ``tahoe_grid`` (session): a :class:`~tests.support.grid.Grid` of Tahoe 1.20
-  nodes: an introducer and 3 storage nodes, all on 127.0.0.1, with
-  ``[storage] force_foolscap = true`` (so our Foolscap-only client can use
-  them), ``reserved_space = 1M`` and shares k=2, happy=3, N=3
+  nodes: an introducer and 3 storage nodes, all on 127.0.0.1, at their
+  defaults (Foolscap and HTTPS on one port, NURLs announced), with
+  ``reserved_space = 1M`` and shares k=2, happy=3, N=3
   (``SMALL_GRID_SHARES``): every upload puts one share on each server (a
   server that refuses shares fails the upload) and any two servers can serve
   a download.
 * ``tahoe_client`` (session): a factory
   ``tahoe_client(introducer_furl, *, expected_servers=3, shares=SMALL_GRID_SHARES,
-  force_foolscap=True, reuse=True) -> Gateway`` that starts a Tahoe 1.20
+  force_foolscap=False, reuse=True) -> Gateway`` that starts a Tahoe 1.20
   client node (``create-client``) for any introducer and returns once it sees
   ``expected_servers`` connected servers.  With ``reuse`` a client already
   started with the same arguments is returned instead of a new one.  Clients
@@ -67,7 +67,7 @@ def tahoe120() -> Path:
 
 @pytest.fixture(scope="session")
 def tahoe_grid(tahoe120: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grid]:
-    """A Tahoe 1.20 introducer and 3 Foolscap-only storage nodes, shared by the session."""
+    """A Tahoe 1.20 introducer and 3 storage nodes, shared by the session."""
     workdir = tmp_path_factory.mktemp("tahoe120-grid")
     with ProcessSet() as processes:
         yield start_grid(TahoeTool(tahoe120, workdir / "logs"), workdir, processes,
@@ -94,7 +94,7 @@ def tahoe_client(tahoe120: Path,
 
     with ProcessSet() as processes:
         def start(introducer_furl: str, *, expected_servers: int = SMALL_GRID_STORAGE_NODES,
-                  shares: Shares = SMALL_GRID_SHARES, force_foolscap: bool = True,
+                  shares: Shares = SMALL_GRID_SHARES, force_foolscap: bool = False,
                   reuse: bool = True) -> Gateway:
             key = (introducer_furl, expected_servers, shares, force_foolscap)
             if reuse and key in started and started[key].node.process.is_running():

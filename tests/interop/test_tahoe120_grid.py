@@ -19,13 +19,19 @@ def test_tahoe120_version(tahoe120: Path) -> None:
     assert result.stdout.strip() == "tahoe-lafs/1.20.0"
 
 
-def test_tahoe120_grid_is_foolscap_only(tahoe_grid: Grid, tahoe_client: ClientFactory) -> None:
-    """A Tahoe client sees the grid's three storage servers, all over Foolscap."""
-    client = tahoe_client(tahoe_grid.introducer_furl)
+@pytest.mark.parametrize("force_foolscap", [False, True], ids=["https", "foolscap"])
+def test_tahoe120_grid_connects(tahoe_grid: Grid, tahoe_client: ClientFactory,
+                                force_foolscap: bool) -> None:
+    """A Tahoe client sees the grid's three storage servers: by HTTPS at its defaults (which
+    it shows as "connected"), over Foolscap with ``force_foolscap``."""
+    client = tahoe_client(tahoe_grid.introducer_furl, force_foolscap=force_foolscap)
     listing = client.welcome()
     statuses = sorted(server["connection_status"] for server in listing["servers"])
     assert len(statuses) == SMALL_GRID_STORAGE_NODES
-    assert all(status.startswith("Connected to tcp:127.0.0.1:") for status in statuses), statuses
+    if force_foolscap:
+        assert all(s.startswith("Connected to tcp:127.0.0.1:") for s in statuses), statuses
+    else:
+        assert statuses == ["connected"] * SMALL_GRID_STORAGE_NODES
     nicknames = {server["nickname"] for server in listing["servers"]}
     assert nicknames == {node.node.name for node in tahoe_grid.storage_nodes}
     assert all(server["version"] == "tahoe-lafs/1.20.0" for server in listing["servers"])

@@ -122,7 +122,7 @@ def start_introducer(tool: TahoeTool, basedir: Path, processes: ProcessSet,
 
 
 def start_storage_node(tool: TahoeTool, basedir: Path, processes: ProcessSet, *,
-                       introducer_furl: str, shares: Shares, force_foolscap: bool = True,
+                       introducer_furl: str, shares: Shares, force_foolscap: bool = False,
                        timeout: float = NODE_START_TIMEOUT) -> Gateway:
     """Create (``create-node``, nickname = directory name), configure and run a storage node.
 
@@ -139,7 +139,7 @@ def start_storage_node(tool: TahoeTool, basedir: Path, processes: ProcessSet, *,
 
 def start_client(tool: TahoeTool, basedir: Path, processes: ProcessSet, *,
                  introducer_furl: str, shares: Shares, expected_servers: int,
-                 force_foolscap: bool = True, timeout: float = CONNECT_TIMEOUT) -> Gateway:
+                 force_foolscap: bool = False, timeout: float = CONNECT_TIMEOUT) -> Gateway:
     """Create (``create-client``) and run a client; return once it sees ``expected_servers``."""
     tool.create_client(basedir, introducer_furl=introducer_furl, shares=shares,
                        nickname=basedir.name, web_port=free_port())
@@ -151,7 +151,7 @@ def start_client(tool: TahoeTool, basedir: Path, processes: ProcessSet, *,
 
 
 def start_grid(tool: TahoeTool, workdir: Path, processes: ProcessSet, *, storage_nodes: int,
-               shares: Shares, force_foolscap: bool = True) -> Grid:
+               shares: Shares, force_foolscap: bool = False) -> Grid:
     """Start an introducer and ``storage_nodes`` storage nodes under ``workdir``.
 
     Node directories are ``workdir/introducer`` and ``workdir/storage<i>``.

@@ -150,16 +150,16 @@ def _section_has_key(lines: Sequence[str], section: str, key: str) -> bool:
 
 
 def config_for_tests(
-    *, storage: bool, force_foolscap: bool = True, reserved_space: str = "1M",
+    *, storage: bool, force_foolscap: bool = False, reserved_space: str = "1M",
 ) -> dict[str, dict[str, str | None]]:
     """The ``tahoe.cfg`` changes a test node needs (for :func:`edit_tahoe_cfg`).
 
     * ``[storage]reserved_space``: ``create-node`` writes ``1G``, which would
       make a server on a nearly full CI disk refuse shares; ``1M`` is valid
       (number + K/M/G/T/P/E suffix).
-    * ``force_foolscap``: a Tahoe 1.20 storage server otherwise also announces
-      HTTPS NURLs, and a Tahoe client then prefers HTTPS; our implementation
-      speaks only Foolscap, so both sides are kept to Foolscap.
+    * ``force_foolscap``: both implementations otherwise use the HTTPS storage
+      protocol (servers announce NURLs, clients prefer them); with it, a
+      storage server announces no NURLs and a client uses Foolscap.
 
     :param storage: whether the node runs a storage server.
     """

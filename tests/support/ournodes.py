@@ -29,6 +29,7 @@ from tests.support.nodes import (
 )
 from tests.support.ports import free_port
 from tests.support.processes import ManagedProcess, ProcessSet, wait_until
+from tests.support.proxied_grid import read_storage_server
 
 __all__ = [
     "create_storage_node",
@@ -51,7 +52,7 @@ STATUS_TIMEOUT = 60.0
 
 def create_storage_node(tool: TahoeTool, basedir: Path, *, introducer_furl: str | None = None,
                         shares: Shares = SMALL_GRID_SHARES, reserved_space: str = "1M",
-                        force_foolscap: bool = True) -> Path:
+                        force_foolscap: bool = False) -> Path:
     """``tahoe create-node`` listening on 127.0.0.1 only, with the test ``tahoe.cfg`` edits.
 
     The Tub port is a free one below the ephemeral range (``--port``/``--location``
@@ -100,11 +101,15 @@ def server_id(basedir: Path) -> str:
 
 
 def static_server_entry(basedir: Path) -> dict[str, Any]:
-    """The ``servers.yaml`` entry for a storage node that has run once (§7.7)."""
+    """The ``servers.yaml`` entry for a storage node that has run once (§7.7), with its
+    NURL unless the node is Foolscap-only (``[storage]force_foolscap``)."""
+    info = read_storage_server(basedir)
+    https = read_tahoe_cfg(basedir).get("storage", "force_foolscap", fallback="false") != "true"
     return {"ann": {
         "nickname": basedir.name,
-        "anonymous-storage-FURL": storage_furl(basedir),
-        "permutation-seed-base32": (basedir / "permutation-seed").read_text().strip(),
+        **({"anonymous-storage-NURLs": [info.nurl(info.host, info.port)]} if https else {}),
+        "anonymous-storage-FURL": info.furl,
+        "permutation-seed-base32": info.permutation_seed,
     }}
 
 

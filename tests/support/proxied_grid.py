@@ -4,16 +4,18 @@ A grid without an introducer: storage nodes are created with an empty
 ``--introducer``, and the client learns of them from its
 ``private/servers.yaml`` (``shared/reference/frontends.md`` §1.6), where each
 server's ``anonymous-storage-FURL`` has its connection hint rewritten to a
-:class:`tests.support.proxy.TcpProxy` on 127.0.0.1.  Foolscap authenticates
-the server by the Tub ID in the FURL inside TLS, so the TCP proxy in between
-is transparent, and the client's welcome page says ``Connected to
-tcp:127.0.0.1:<proxy port> via tcp``.
+:class:`tests.support.proxy.TcpProxy` on 127.0.0.1, and so has its NURL
+(``anonymous-storage-NURLs``, for the HTTPS storage protocol) unless the
+grid is Foolscap-only.  Both protocols authenticate the server inside TLS
+(Foolscap by the Tub ID, HTTPS by the key hash of the NURL), so the TCP
+proxy in between is transparent.
 
 Like :mod:`tests.support.grid`, everything here is generic over the ``tahoe``
 executable and uses only documented CLI commands and node-directory files:
 
 * ``NODEDIR/node.pubkey``: ``pub-v0-<base32>``; the server id is ``v0-<base32>``;
 * ``NODEDIR/private/storage.furl``: the storage server's FURL;
+* ``NODEDIR/private/node.pem``: its certificate (the NURL's key hash);
 * ``NODEDIR/permutation-seed``: its ``permutation-seed-base32``.
 
 Processes go to the caller's :class:`~tests.support.processes.ProcessSet` and
@@ -30,6 +32,9 @@ from pathlib import Path
 
 import attrs
 import yaml
+from cryptography import x509
+
+from tahoe.util.nurl import spki_hash_of
 
 from tests.support.grid import CONNECT_TIMEOUT, SMALL_GRID_SHARES, Gateway, in_parallel
 from tests.support.nodes import (
@@ -73,6 +78,7 @@ class StorageServerInfo:
     :ivar permutation_seed: the ``permutation-seed-base32``.
     :ivar host: the host of the FURL's first TCP hint (where the server listens).
     :ivar port: the port of that hint.
+    :ivar spki_hash: the NURL's key hash of the node's certificate.
     """
 
     basedir: Path
@@ -81,6 +87,16 @@ class StorageServerInfo:
     permutation_seed: str
     host: str
     port: int
+    spki_hash: str
+
+    @property
+    def swissnum(self) -> str:
+        """The storage FURL's swissnum (the NURL's too)."""
+        return self.furl.rstrip().rsplit("/", 1)[1]
+
+    def nurl(self, host: str, port: int) -> str:
+        """The HTTPS storage NURL of this server at ``host:port``."""
+        return f"pb://{self.spki_hash}@{host}:{port}/{self.swissnum}#v=1"
 
     @property
     def nickname(self) -> str:
@@ -95,16 +111,20 @@ class ProxiedServer:
     :ivar info: the server as read from its node directory.
     :ivar proxy: the running proxy forwarding to ``info.host:info.port``.
     :ivar furl: ``info.furl`` with its hint replaced by the proxy's address.
+    :ivar nurl: the server's NURL at the proxy's address, or None for a
+        Foolscap-only grid.
     """
 
     info: StorageServerInfo
     proxy: TcpProxy
     furl: str
+    nurl: str | None = None
 
     @property
     def connection_status(self) -> str:
-        """What the client's welcome page says of this server once connected."""
-        return f"Connected to tcp:127.0.0.1:{self.proxy.port} via tcp"
+        """What our client's welcome page says of this server once connected."""
+        via = "HTTPS" if self.nurl else "tcp"
+        return f"Connected to tcp:127.0.0.1:{self.proxy.port} via {via}"
 
 
 def _read_matching(path: Path, pattern: re.Pattern[str]) -> re.Match[str] | None:
@@ -136,8 +156,10 @@ def read_storage_server(basedir: Path, timeout: float = NODE_START_TIMEOUT, *,
             break
     else:
         raise ValueError(f"no TCP hint in {furl[0]!r}")
+    certificate = x509.load_pem_x509_certificate((basedir / "private" / "node.pem").read_bytes())
     return StorageServerInfo(basedir, "v0-" + pubkey["key"], furl[0].strip(),
-                             seed[0].strip(), match["host"], int(match["port"]))
+                             seed[0].strip(), match["host"], int(match["port"]),
+                             spki_hash_of(certificate))
 
 
 def rewrite_furl_hint(furl: str, host: str, port: int) -> str:
@@ -153,12 +175,14 @@ def rewrite_furl_hint(furl: str, host: str, port: int) -> str:
 
 def proxy_storage_servers(basedirs: Sequence[Path], proxies: ProxySet, *, delay: float = 0.0,
                           processes: Iterable[ManagedProcess] = (),
-                          timeout: float = NODE_START_TIMEOUT) -> list[ProxiedServer]:
+                          timeout: float = NODE_START_TIMEOUT,
+                          https: bool = True) -> list[ProxiedServer]:
     """Start a proxy in front of each running storage node (in order).
 
     :param basedirs: the storage nodes' directories (the nodes are running or starting).
     :param proxies: receives the proxies (and stops them).
     :param delay: each proxy's one-way delay in seconds.
+    :param https: whether the servers take HTTPS (then a NURL at the proxy is made).
     :param processes: the nodes' processes, which must stay alive while we wait.
     :raises WaitTimeout: if a node does not write its files in time.
     """
@@ -167,8 +191,9 @@ def proxy_storage_servers(basedirs: Sequence[Path], proxies: ProxySet, *, delay:
     for basedir in basedirs:
         info = read_storage_server(basedir, timeout, processes=processes)
         proxy = proxies.start(info.host, info.port, delay=delay, name=basedir.name)
-        servers.append(ProxiedServer(info, proxy, rewrite_furl_hint(info.furl, "127.0.0.1",
-                                                                    proxy.port)))
+        servers.append(ProxiedServer(
+            info, proxy, rewrite_furl_hint(info.furl, "127.0.0.1", proxy.port),
+            info.nurl("127.0.0.1", proxy.port) if https else None))
     return servers
 
 
@@ -180,6 +205,7 @@ def write_servers_yaml(client_basedir: Path, servers: Sequence[ProxiedServer]) -
     storage = {
         server.info.server_id: {"ann": {
             "nickname": server.info.nickname,
+            **({"anonymous-storage-NURLs": [server.nurl]} if server.nurl else {}),
             "anonymous-storage-FURL": server.furl,
             "permutation-seed-base32": server.info.permutation_seed,
         }}
@@ -209,7 +235,7 @@ def start_storage_nodes(tool: TahoeTool, workdir: Path, processes: ProcessSet, *
     """Create and run ``count`` storage nodes without an introducer, in parallel.
 
     Node directories are ``workdir/storage<i>`` (also their nicknames); each
-    listens on 127.0.0.1 only, Foolscap only, ``reserved_space = 1M``.
+    listens on 127.0.0.1 only (Foolscap and HTTPS), ``reserved_space = 1M``.
     Returns once every gateway is up.
     """
     return in_parallel([
@@ -220,30 +246,33 @@ def start_storage_nodes(tool: TahoeTool, workdir: Path, processes: ProcessSet, *
 
 
 def create_static_client(tool: TahoeTool, basedir: Path, *,
-                         shares: Shares = SMALL_GRID_SHARES) -> Path:
-    """``tahoe create-client`` with no introducer, configured for tests (Foolscap only).
+                         shares: Shares = SMALL_GRID_SHARES, force_foolscap: bool = False) -> Path:
+    """``tahoe create-client`` with no introducer, configured for tests.
 
     The nickname is the directory name; the gateway listens on a free 127.0.0.1 port.
+
+    :param force_foolscap: ``[client]force_foolscap`` (otherwise HTTPS where servers offer it).
     """
     tool.create_client(basedir, introducer_furl="", shares=shares, nickname=basedir.name,
                        web_port=free_port())
-    edit_tahoe_cfg(basedir, config_for_tests(storage=False))
+    edit_tahoe_cfg(basedir, config_for_tests(storage=False, force_foolscap=force_foolscap))
     return basedir
 
 
 def start_static_client(tool: TahoeTool, basedir: Path, processes: ProcessSet,
                         servers: Sequence[ProxiedServer], *, shares: Shares = SMALL_GRID_SHARES,
                         create: bool = True, wait_for_servers: bool = True,
-                        timeout: float = CONNECT_TIMEOUT) -> Gateway:
+                        timeout: float = CONNECT_TIMEOUT, force_foolscap: bool = False) -> Gateway:
     """Run a client that knows only ``servers`` (at their proxies), creating it first.
 
     :param create: whether to run :func:`create_static_client` first (False:
         ``basedir`` was created by it already).
+    :param force_foolscap: for a new client, ``[client]force_foolscap``.
     :param wait_for_servers: return only once every server is connected.
     :raises WaitTimeout: if the client does not start or connect in time.
     """
     if create:
-        create_static_client(tool, basedir, shares=shares)
+        create_static_client(tool, basedir, shares=shares, force_foolscap=force_foolscap)
     write_servers_yaml(basedir, servers)
     node = tool.start(basedir, processes)
     gateway = Gateway(node, node.node_url(timeout))

@@ -192,6 +192,7 @@ class ConnectionStats:
     :ivar s2c_received: bytes that arrived from the target.
     :ivar s2c_forwarded: bytes written to the client.
     :ivar bursts: every burst so far, in order.
+    :ivar first_bytes: the first bytes the client sent (up to 16).
     """
 
     proxy: int
@@ -206,6 +207,20 @@ class ConnectionStats:
     s2c_received: int
     s2c_forwarded: int
     bursts: tuple[Burst, ...]
+    first_bytes: bytes = b""
+
+    @property
+    def protocol(self) -> str | None:
+        """What the client's first bytes say it speaks: ``"tls"`` (a TLS ClientHello, as the
+        HTTPS storage protocol starts), ``"foolscap"`` (``GET /id/``), ``"other"``, or None
+        before any byte."""
+        if not self.first_bytes:
+            return None
+        if self.first_bytes[:1] == b"\x16":
+            return "tls"
+        if self.first_bytes.startswith(b"GET /id/"):
+            return "foolscap"
+        return "other"
 
     @property
     def is_open(self) -> bool:
@@ -298,6 +313,7 @@ class _Conn:
         self.c2s = _Pipe(C2S, client, server)
         self.s2c = _Pipe(S2C, server, client)
         self.bursts: list[_BurstAcc] = []
+        self.first_bytes = b""
         self.cutting_since: float | None = None   # the cut is waiting for the send queue
         self.cut_pipe: _Pipe | None = None
         self.events: dict[socket.socket, int] = {client: 0, server: 0}
@@ -323,7 +339,7 @@ class _Conn:
             close_reason=self.close_reason,
             c2s_received=self.c2s.received, c2s_forwarded=self.c2s.forwarded,
             s2c_received=self.s2c.received, s2c_forwarded=self.s2c.forwarded,
-            bursts=tuple(b.freeze() for b in self.bursts))
+            bursts=tuple(b.freeze() for b in self.bursts), first_bytes=self.first_bytes)
 
 
 @dataclass
@@ -859,6 +875,8 @@ class TcpProxy:
         pipe.queue.append((release, data))
         pipe.queued += len(data)
         pipe.received += len(data)
+        if pipe.direction is C2S and len(conn.first_bytes) < 16:
+            conn.first_bytes += data[:16 - len(conn.first_bytes)]
         last = conn.bursts[-1] if conn.bursts else None
         if last is None or last.direction is not pipe.direction or last.epoch != self._epoch:
             conn.bursts.append(_BurstAcc(pipe.direction, now, len(data), self._epoch))

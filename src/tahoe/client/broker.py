@@ -1,9 +1,9 @@
 """The client's table of storage servers: announced or static, connected or not.
 
 Each server is known by its id (``v0-`` + base32 Ed25519 key); the broker
-keeps a reconnecting Foolscap connection to its ``anonymous-storage-FURL``
-and the ``get_version`` answer fetched once per connection
-(``reference/storage-protocol.md`` §2.2, §7.2, §7.7, §8.1).
+keeps a reconnecting connection to it, HTTPS to a NURL or Foolscap to its
+``anonymous-storage-FURL`` (§7.8), and the ``get_version`` answer
+(``reference/storage-protocol.md`` §2.2, §7.2, §7.7, §7.8, §8.1).
 """
 from __future__ import annotations
 
@@ -17,7 +17,10 @@ from twisted.python import log
 
 from ..util import base32
 from ..web.json_shapes import ServerSummary
+from .https_connector import HTTPSConnector, usable_nurls
 from .placement import permuted_ring
+from .storage_api import DISCONNECTED, StorageServerClient
+from .storage_foolscap import FoolscapStorageClient
 
 STORAGE_V1 = b"http://allmydata.org/tahoe/protocols/storage/v1"
 
@@ -25,31 +28,54 @@ STORAGE_V1 = b"http://allmydata.org/tahoe/protocols/storage/v1"
 class StorageServerHandle:
     """One storage server as the client sees it.
 
+    The transport follows Tahoe 1.20's rule (``reference/storage-protocol.md``
+    §7.8): HTTPS when the announcement lists ``anonymous-storage-NURLs`` and
+    the client does not force Foolscap, otherwise Foolscap, with no fallback
+    from one to the other.
+
     :ivar server_id: the announcing key, ``v0-…`` (bytes).
     :ivar furl: its ``anonymous-storage-FURL``.
+    :ivar nurls: its usable NURLs (empty if none, or if Foolscap is forced).
     :ivar lease_seed: the 20-byte binary Tub ID from the FURL.
     :ivar permutation_seed: the bytes hashed with a storage index to place it on the ring.
+    :ivar storage: the calls of the server, once connected (``storage_api``).
     """
 
     def __init__(self, server_id: bytes, announcement: Mapping[str, Any], lease_seed: bytes,
-                 permutation_seed: bytes, clock: IReactorTime) -> None:
+                 permutation_seed: bytes, clock: IReactorTime, prefer_https: bool = True) -> None:
         self.server_id = server_id
         self.announcement = dict(announcement)
         self.furl: str = announcement["anonymous-storage-FURL"]
         self.nickname: str = str(announcement.get("nickname", ""))
         self.lease_seed = lease_seed
         self.permutation_seed = permutation_seed
-        self.rref: Any = None
+        self.nurls = usable_nurls(announcement) if prefer_https else []
+        self._storage: StorageServerClient | None = None
         self.version: dict | None = None
         self.last_received: float | None = None
         self.connection_hint: str | None = None
         self._clock = clock
         self._reconnector: Any = None
+        self._https: HTTPSConnector | None = None
+
+    @property
+    def transport(self) -> str:
+        """``"https"`` or ``"foolscap"``: the protocol this server is reached by."""
+        return "https" if self.nurls else "foolscap"
+
+    @property
+    def storage(self) -> StorageServerClient:
+        """The server's calls; while disconnected, a stand-in whose calls fail with ``ServerGone``."""
+        return self._storage or DISCONNECTED
+
+    @storage.setter
+    def storage(self, client: StorageServerClient | None) -> None:
+        self._storage = client
 
     @property
     def is_connected(self) -> bool:
-        """Whether a live reference and its version are in hand."""
-        return self.rref is not None and self.version is not None
+        """Whether a live connection and its version are in hand."""
+        return self._storage is not None and self.version is not None
 
     @property
     def available_space(self) -> int | None:
@@ -71,9 +97,12 @@ class StorageServerHandle:
         return value.decode("utf-8", "replace") if isinstance(value, bytes) else None
 
     def connection_status(self) -> str:
-        """Tahoe's Foolscap wording: ``Connected to tcp:HOST:PORT via tcp`` or why not."""
-        if self.rref is not None:
-            info = self.rref.getConnectionInfo()
+        """``Connected to tcp:HOST:PORT via tcp`` (Tahoe's Foolscap wording), ``… via HTTPS``, or why not."""
+        if self._https is not None:
+            return self._https.status()
+        rref = getattr(self.storage, "rref", None)
+        if rref is not None:
+            info = rref.getConnectionInfo()
             if not self.is_connected:
                 return "Connecting (asking for version)"
             if self.connection_hint:
@@ -95,16 +124,22 @@ class StorageServerHandle:
                              self.application_version, self.last_received)
 
     def start(self, tub: Tub, on_change: Callable[[], None]) -> None:
-        """Start (re)connecting through ``tub``; ``on_change`` runs on connect and disconnect."""
+        """Start (re)connecting; ``on_change`` runs on connect and disconnect."""
+        if self.nurls:
+            self._https = HTTPSConnector(self, self._clock, on_change)
+            self._https.start()
+            return
+
         def connected(rref: Any) -> None:
-            self.rref = rref
+            client = FoolscapStorageClient(rref)
+            self.storage = client
             info = rref.getConnectionInfo()
             self.connection_hint = info.winningHint
             rref.notifyOnDisconnect(lost)
-            d = rref.callRemote("get_version")
+            d = client.get_version()
 
             def got_version(version: dict) -> None:
-                if self.rref is rref:
+                if self._storage is client:
                     self.version = version
                     self.last_received = self._clock.seconds()
                     on_change()
@@ -114,18 +149,20 @@ class StorageServerHandle:
             d.addCallbacks(got_version, failed)
 
         def lost() -> None:
-            self.rref = None
+            self.storage = None
             self.version = None
             on_change()
 
         self._reconnector = tub.connectTo(self.furl, connected)
 
     def stop(self) -> None:
-        """Stop reconnecting (the connection itself dies with the Tub)."""
+        """Stop reconnecting, and close an HTTPS connection (a Foolscap one dies with its Tub)."""
         if self._reconnector is not None:
             self._reconnector.stopConnecting()
             self._reconnector = None
-        self.rref = None
+        if self._https is not None:
+            self._https.stop()
+        self.storage = None
         self.version = None
 
 
@@ -134,11 +171,14 @@ class StorageBroker:
 
     :param tub: the Tub outbound connections are made from.
     :param clock: the reactor's clock.
+    :param prefer_https: use HTTPS with servers that announce NURLs (false:
+        ``[client]force_foolscap``).
     """
 
-    def __init__(self, tub: Tub, clock: IReactorTime) -> None:
+    def __init__(self, tub: Tub, clock: IReactorTime, prefer_https: bool = True) -> None:
         self._tub = tub
         self._clock = clock
+        self._prefer_https = prefer_https
         self.servers: dict[bytes, StorageServerHandle] = {}
         self._static: set[bytes] = set()
         self._waiters: list[tuple[Callable[[], bool], Deferred]] = []
@@ -162,7 +202,7 @@ class StorageBroker:
                 return
             old.stop()
         handle = StorageServerHandle(server_id, announcement, lease_seed, permutation_seed,
-                                     self._clock)
+                                     self._clock, self._prefer_https)
         self.servers[server_id] = handle
         if static:
             self._static.add(server_id)

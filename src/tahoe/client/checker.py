@@ -82,7 +82,7 @@ class Checker:
             secrets = self._secrets(si)
             for server in servers:
                 add_lease(server, si, secrets(server))
-        answers = await DeferredList([s.rref.callRemote("get_buckets", si) for s in servers],
+        answers = await DeferredList([s.storage.get_buckets(si) for s in servers],
                                      consumeErrors=True)
         sharemap: dict[int, set[str]] = {}
         corrupt: list[tuple[str, int]] = []
@@ -113,7 +113,7 @@ class Checker:
         offset = 0
         try:
             while True:
-                piece = await reader.callRemote("read", offset, READ_SIZE)
+                piece = await reader.read(offset, READ_SIZE)
                 pieces.append(piece)
                 offset += len(piece)
                 if len(piece) < READ_SIZE:
@@ -144,7 +144,7 @@ class Checker:
         """Read one mutable share up to its EOF offset and check it (its encrypted private
         key too, given the write key); the problem, or None."""
         try:
-            answer = await server.rref.callRemote("slot_readv", si, [shnum], [(0, eof)])
+            answer = await server.storage.slot_readv(si, [shnum], [(0, eof)])
             data = (answer.get(shnum) or [b""])[0]
             await deferToThread(verify_mutable_share, shnum, data, fingerprint, writekey)
         except CorruptShare as error:

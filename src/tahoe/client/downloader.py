@@ -70,14 +70,14 @@ class _Share:
         """Bytes at ``offset`` (cut short at the end of the share)."""
         if offset + length <= len(self.prefix):
             return self.prefix[offset:offset + length]
-        data: bytes = await self.reader.callRemote("read", offset, length)
+        data: bytes = await self.reader.read(offset, length)
         if offset == 0 and len(data) > len(self.prefix):
             self.prefix = data
         return data
 
     def report(self, reason: str) -> None:
         """Tell the server this share is corrupt (best effort)."""
-        d = self.reader.callRemote("advise_corrupt_share", reason.encode("utf-8"))
+        d = self.reader.advise_corrupt_share(reason.encode("utf-8"))
         d.addErrback(lambda f: None)
 
 
@@ -145,7 +145,7 @@ class FileDownload:
                 located.callback(None)
 
         for server in order:
-            d = server.rref.callRemote("get_buckets", self.si)
+            d = server.storage.get_buckets(self.si)
             d.addCallbacks(answered, failed, callbackArgs=(server,), errbackArgs=(server,))
         return located
 

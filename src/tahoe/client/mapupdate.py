@@ -47,8 +47,7 @@ def report_corrupt(server: StorageServerHandle, kind: bytes, storage_index: byte
                    reason: str) -> None:
     """Log a corrupt share and tell its server (``advise_corrupt_share``), ignoring failures."""
     log.msg(f"{kind.decode()} share {shnum} on {server.nickname!r} is corrupt: {reason}")
-    d = server.rref.callRemote("advise_corrupt_share", kind, storage_index, shnum,
-                               reason.encode("utf-8"))
+    d = server.storage.advise_corrupt_share(kind, storage_index, shnum, reason.encode("utf-8"))
     d.addErrback(lambda f: None)
 
 
@@ -57,7 +56,7 @@ def add_lease(server: StorageServerHandle, storage_index: bytes, secrets: LeaseS
 
     :returns: a Deferred that fires with None; failures are logged, never raised.
     """
-    d = server.rref.callRemote("add_lease", storage_index, secrets.renew, secrets.cancel)
+    d = server.storage.add_lease(storage_index, secrets.renew, secrets.cancel)
 
     def failed(failure: object) -> None:
         text = str(getattr(failure, "value", failure))
@@ -82,7 +81,7 @@ async def survey(storage_index: bytes, fingerprint: bytes,
         for server in servers:
             add_lease(server, storage_index, lease_secrets(server))
     answers = await DeferredList(
-        [s.rref.callRemote("slot_readv", storage_index, [], [(0, PROBE_SIZE)])
+        [s.storage.slot_readv(storage_index, [], [(0, PROBE_SIZE)])
          for s in servers], consumeErrors=True)
     for server, (ok, result) in zip(servers, answers):
         sid = server.server_id.decode("ascii")
@@ -105,8 +104,7 @@ async def _check_share(storage_index: bytes, fingerprint: bytes, smap: ServerMap
         except ShareTruncated as short:
             if len(data) < PROBE_SIZE:
                 break  # the share really is that short
-            more = await server.rref.callRemote("slot_readv", storage_index, [shnum],
-                                                [(0, short.needed)])
+            more = await server.storage.slot_readv(storage_index, [shnum], [(0, short.needed)])
             data = (more.get(shnum) or [b""])[0]
             continue
         except (CorruptShare, LayoutInvalid) as error:

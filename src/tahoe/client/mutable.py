@@ -26,7 +26,6 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from foolscap.api import DeadReferenceError
 from twisted.internet.defer import Deferred, DeferredLock, DeferredList
 from twisted.internet.task import deferLater
 from twisted.internet.threads import deferToThread
@@ -43,6 +42,7 @@ from ..mutable.layout import PROBE_SIZE, parse_header, private_key_range
 from ..mutable.reader import decode_shares
 from ..mutable.servermap import ServerMap
 from ..mutable.slot_writes import check_write_answer, plan_publish, read_vector
+from .storage_api import ServerGone
 from .broker import StorageBroker, StorageServerHandle
 from .mapupdate import Probe, report_corrupt, survey
 
@@ -191,8 +191,8 @@ class MutableFileNode:
                 reads.append((shnum, sid))
         if reads:
             answers = await DeferredList(
-                [probe.servers[sid].rref.callRemote("slot_readv", self.storage_index, [shnum],
-                                                    [(0, eof)]) for shnum, sid in reads],
+                [probe.servers[sid].storage.slot_readv(self.storage_index, [shnum], [(0, eof)])
+                 for shnum, sid in reads],
                 consumeErrors=True)
             for (shnum, sid), (ok, result) in zip(reads, answers):
                 if ok and result.get(shnum):
@@ -231,8 +231,8 @@ class MutableFileNode:
             start, length = private_key_range(parse_header(data))
             blob = data[start:start + length]
             if len(blob) < length:
-                more = await probe.servers[sid].rref.callRemote(
-                    "slot_readv", self.storage_index, [shnum], [(start, length)])
+                more = await probe.servers[sid].storage.slot_readv(
+                    self.storage_index, [shnum], [(start, length)])
                 blob = (more.get(shnum) or [b""])[0]
             try:
                 der = decrypt_private_key_der(writekey, blob)
@@ -271,16 +271,15 @@ class MutableFileNode:
             lease = client.lease_secrets.for_server(self.storage_index, server.lease_seed)
             secrets = (keys.write_enabler(server.lease_seed), lease.renew, lease.cancel)
             tw = {w.shnum: w.to_wire() for w in writes}
-            calls.append(server.rref.callRemote("slot_testv_and_readv_and_writev",
-                                                self.storage_index, secrets, tw,
-                                                read_vector(self.format)))
+            calls.append(server.storage.slot_testv_and_readv_and_writev(
+                self.storage_index, secrets, tw, read_vector(self.format)))
             targets.append((server, set(tw)))
         answers = await DeferredList(calls, consumeErrors=True)
         written: set[int] = set()
         conflict: str | None = None
         for (server, shnums), (ok, result) in zip(targets, answers):
             if not ok:
-                if not result.check(DeadReferenceError):
+                if not result.check(ServerGone):
                     log.msg(f"slot write to {server.nickname!r} failed: "
                             f"{result.getErrorMessage()}")
                 continue

@@ -1,21 +1,25 @@
-"""The pipelined immutable upload: two round trips plus transfer time.
+"""The pipelined immutable upload: one round trip plus transfer time over HTTPS.
 
 1. The convergent key needs a pass over the plaintext; encoding is a second
    pass. For sources above :data:`INLINE_LIMIT` both run in a worker thread
    (zfec, AES and SHA-256 release the GIL), overlapping with sending.
-2. ``allocate_buckets`` goes to every chosen server at once (round trip 1).
-   Servers are taken in permuted-ring order, deterministically
+2. ``allocate_buckets`` goes to every chosen server at once. Servers are
+   taken in permuted-ring order, deterministically
    (:func:`~tahoe.client.placement.place_shares`); existing shares are
-   learnt from the ``alreadygot`` answers, not from a separate round.
-3. Blocks are encoded while the allocations are in flight. Each share's bytes
-   wait in a buffer until its bucket writer arrives, then flow as ``write``
-   calls, and ``close`` follows the last write at once, without waiting for
-   any answer (round trip 2). A window of unacknowledged bytes per server
-   bounds memory whatever the file size.
-4. A server that refuses or fails before any of its data has been sent is
-   replaced by the next unused server in ring order; one that fails later is
-   dropped. The upload succeeds if the shares that were placed still reach
-   the happiness target; otherwise every open writer is aborted.
+   learnt from the answers, not from a separate round.
+3. The allocation hands back a writer per share at once, and each share's
+   bytes are given to it as soon as they are encoded: over HTTPS to a server
+   that takes pipelined requests they leave right behind the allocation, on
+   the same connection (a small file is one write per share, and the upload
+   costs one round trip); over Foolscap they wait for the answer (two round
+   trips). ``close`` follows the last write at once. A window of
+   unacknowledged bytes per server bounds memory whatever the file size.
+4. What was handed over before the allocation answered is kept until it
+   does: a share the server refuses, or all of a server's shares if it fails
+   before answering, go to the next unused server in ring order; a server
+   that fails later is dropped. The upload succeeds if the shares that were
+   placed still reach the happiness target; otherwise every open writer is
+   aborted.
 
 Facts: ``reference/storage-protocol.md`` §8, ``reference/immutable.md`` §7.5, §11.
 """
@@ -25,7 +29,6 @@ import time
 from typing import Any
 
 from attrs import define, field, frozen
-from foolscap.api import Referenceable
 from twisted.internet.defer import Deferred, DeferredList
 from twisted.internet.threads import deferToThread
 from twisted.python import log
@@ -39,6 +42,7 @@ from ..immutable.params import LIT_SIZE_THRESHOLD, EncodingParameters, SegmentGe
 from .broker import StorageBroker, StorageServerHandle
 from .errors import UploadUnhappinessError
 from .placement import place_shares, servers_of_happiness
+from .storage_api import ShareNotAllocated, quietly
 from .uploadable import Uploadable
 
 #: Sources up to this size are hashed and encoded on the reactor thread.
@@ -66,16 +70,21 @@ class UploadResult:
 
 @define
 class _Push:
-    """The shares one server is to hold, and the bytes on their way to it."""
+    """The shares one server is to hold, and the bytes on their way to it.
+
+    ``unconfirmed`` keeps what was handed to the writers before the
+    allocation answered, so that a share the server refuses (or a server
+    that fails before answering) can be given to another server.
+    """
 
     server: StorageServerHandle
     shares: set[int]
     writers: dict[int, Any] = field(factory=dict)
     already: set[int] = field(factory=set)
     pending: dict[int, list[tuple[int, bytes]]] = field(factory=dict)
+    unconfirmed: dict[int, list[tuple[int, bytes]]] = field(factory=dict)
     allocated: bool = False
     failed: str | None = None
-    sent_any: bool = False
     outstanding: int = 0
     closed: set[int] = field(factory=set)
     closing: bool = False
@@ -162,7 +171,6 @@ class _Upload:
         self.clock = clock
         self.si = encoder.storage_index
         self.secrets = uploader._secrets
-        self.canary = Referenceable()
         self.pushes: dict[str, _Push] = {}
         self.share_owner: dict[int, _Push] = {}
         self.spares: list[StorageServerHandle] = []
@@ -206,8 +214,10 @@ class _Upload:
         for shnum in shares:
             self.share_owner[shnum] = push
         secrets = self.secrets.for_server(self.si, server.lease_seed)
-        d = server.rref.callRemote("allocate_buckets", self.si, secrets.renew, secrets.cancel,
-                                   set(shares), self.encoder.share_length, self.canary)
+        allocation = server.storage.allocate_buckets(self.si, secrets.renew, secrets.cancel,
+                                              set(shares), self.encoder.share_length)
+        push.writers = dict(allocation.writers)
+        d = allocation.answer
         timer = self.clock.callLater(ALLOCATE_TIMEOUT, d.cancel)
 
         def answered(result: Any) -> Any:
@@ -220,30 +230,31 @@ class _Upload:
         self._allocations.append(d)
         return push
 
-    def _allocated(self, answer: tuple[set[int], dict[int, Any]], push: _Push) -> None:
+    def _allocated(self, answer: tuple[frozenset[int], frozenset[int]], push: _Push) -> None:
         if push.failed:
-            for writer in answer[1].values():
-                _quietly(writer.callRemote("abort"))
             return
-        already, writers = answer
+        already, allocated = answer
         push.allocated = True
         push.already = set(already)
-        push.writers = dict(writers)
         for shnum in list(push.shares):
-            if shnum in writers:
+            sent = push.unconfirmed.pop(shnum, [])
+            if shnum in allocated:
                 continue
             push.shares.discard(shnum)
-            chunks = push.pending.pop(shnum, [])
+            push.writers.pop(shnum, None)
             if shnum not in already:
-                self._reassign(shnum, chunks, f"{push.name} refused share {shnum}")
-        for shnum in list(push.pending):
-            self._flush(push, shnum)
+                self._reassign(shnum, sent + push.pending.pop(shnum, []),
+                               f"{push.name} refused share {shnum}")
+            else:
+                push.pending.pop(shnum, None)
+        push.unconfirmed.clear()
         if self.all_sent:
+            self._flush_push(push)
             self._close_push(push)
         push.wake()
 
     def _reassign(self, shnum: int, chunks: list[tuple[int, bytes]], why: str) -> None:
-        """Give a share whose data has not been sent anywhere yet to the next spare server."""
+        """Give a share whose data is all still here to the next spare server."""
         log.msg(f"upload {self.si.hex()[:8]}: {why}")
         self.share_owner.pop(shnum, None)
         while self.spares:
@@ -252,6 +263,8 @@ class _Upload:
                 continue
             push = self._start_push(server, {shnum})
             push.pending[shnum] = chunks
+            if self.all_sent:
+                self._flush_push(push)
             return
 
     def _push_failed(self, failure: Failure, push: _Push) -> None:
@@ -260,12 +273,14 @@ class _Upload:
         push.failed = f"{type(failure.value).__name__}: {failure.getErrorMessage()}"
         log.msg(f"upload {self.si.hex()[:8]}: server {push.name} failed: {push.failed}")
         for writer in push.writers.values():
-            _quietly(writer.callRemote("abort"))
-        if not push.sent_any:
+            quietly(writer.abort())
+        if not push.allocated:
+            # Nothing was confirmed: everything sent is still here, and can go elsewhere.
             for shnum in sorted(push.shares):
-                self._reassign(shnum, push.pending.pop(shnum, []),
+                self._reassign(shnum, push.unconfirmed.pop(shnum, []) + push.pending.pop(shnum, []),
                                f"replacing {push.name} for share {shnum}")
         push.pending.clear()
+        push.unconfirmed.clear()
         push.outstanding = 0
         push.wake()
         if not self._can_still_be_happy():
@@ -275,35 +290,50 @@ class _Upload:
     # -- sending
 
     def _send(self, shnum: int, offset: int, data: bytes) -> None:
+        """Queue share data; it goes out (coalesced) at the next :meth:`_flush_all`."""
         push = self.share_owner.get(shnum)
         if push is None or push.failed:
             return
         chunks = push.pending.setdefault(shnum, [])
         if chunks and chunks[-1][0] + len(chunks[-1][1]) == offset \
-                and len(chunks[-1][1]) + len(data) <= MAX_WRITE and not push.allocated:
+                and len(chunks[-1][1]) + len(data) <= MAX_WRITE:
             last_offset, last = chunks[-1]
             chunks[-1] = (last_offset, last + data)
         else:
             chunks.append((offset, data))
-        if push.allocated:
-            self._flush(push, shnum)
 
-    def _flush(self, push: _Push, shnum: int) -> None:
-        writer = push.writers.get(shnum)
-        chunks = push.pending.pop(shnum, [])
-        if writer is None or push.failed:
+    def _flush_all(self) -> None:
+        for push in list(self.pushes.values()):
+            self._flush_push(push)
+
+    def _flush_push(self, push: _Push) -> None:
+        """Hand a push's queued data to its writers (before the answer too: the transport
+        pipelines or holds it)."""
+        if push.failed:
+            push.pending.clear()
             return
-        for offset, data in _coalesce(chunks):
-            push.outstanding += len(data)
-            push.sent_any = True
-            d = writer.callRemote("write", offset, data)
-            d.addCallbacks(self._acked, self._push_failed, callbackArgs=(push, len(data)),
-                           errbackArgs=(push,))
+        for shnum in list(push.pending):
+            writer = push.writers.get(shnum)
+            if writer is None:
+                continue
+            chunks = push.pending.pop(shnum)
+            if not push.allocated:
+                push.unconfirmed.setdefault(shnum, []).extend(chunks)
+            for offset, data in chunks:
+                push.outstanding += len(data)
+                d = writer.write(offset, data)
+                d.addCallbacks(self._acked, self._write_failed, callbackArgs=(push, len(data)),
+                               errbackArgs=(push,))
 
     def _acked(self, _: Any, push: _Push, length: int) -> None:
         push.outstanding -= length
         if push.backlog() <= WINDOW_BYTES:
             push.wake()
+
+    def _write_failed(self, failure: Failure, push: _Push) -> None:
+        if failure.check(ShareNotAllocated):
+            return  # the allocation's answer deals with the share
+        self._push_failed(failure, push)
 
     async def _window(self) -> None:
         for push in list(self.pushes.values()):
@@ -320,6 +350,8 @@ class _Upload:
         return self.encoder.encode_segment(data)
 
     async def _encode_and_send(self) -> None:
+        """Encode every segment and queue its blocks; a small file goes out as one write per
+        share (header, blocks and tail together), a large one segment by segment."""
         encoder = self.encoder
         header = encoder.header
         for shnum in range(self.params.total):
@@ -338,19 +370,22 @@ class _Upload:
                     if segnum + 1 < count else None
             for shnum, block in enumerate(encoded.blocks):
                 self._send(shnum, encoded.share_offset, block)
+            if not inline:
+                self._flush_all()
             await self._window()
         trailer = encoder.finish()
         for shnum in range(self.params.total):
             self._send(shnum, trailer.tail_offset, trailer.tail(shnum))
+        self._flush_all()
         self.read_cap = trailer.read_cap
 
     def _close_push(self, push: _Push) -> None:
-        """Send ``close`` to each of a push's writers, right after its last write."""
+        """Close each of a push's writers, right after its last write."""
         if push.failed or push.closing:
             return
         push.closing = True
         for shnum, writer in push.writers.items():
-            d = writer.callRemote("close")
+            d = writer.close()
             d.addCallbacks(self._closed, self._push_failed, callbackArgs=(push, shnum),
                            errbackArgs=(push,))
             self._closes.append(d)
@@ -416,7 +451,7 @@ class _Upload:
         for push in self.pushes.values():
             for shnum, writer in push.writers.items():
                 if shnum not in push.closed:
-                    _quietly(writer.callRemote("abort"))
+                    quietly(writer.abort())
             push.failed = push.failed or why
             push.wake()
 
@@ -424,20 +459,3 @@ class _Upload:
         sharemap = self._sharemap()
         return (self.read_cap, {n: frozenset(s) for n, s in sorted(sharemap.items())},
                 servers_of_happiness(sharemap))
-
-
-def _coalesce(chunks: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
-    """Join adjacent chunks into writes of at most :data:`MAX_WRITE` bytes."""
-    out: list[tuple[int, bytes]] = []
-    for offset, data in chunks:
-        if out and out[-1][0] + len(out[-1][1]) == offset and \
-                len(out[-1][1]) + len(data) <= MAX_WRITE:
-            out[-1] = (out[-1][0], out[-1][1] + data)
-        else:
-            out.append((offset, data))
-    return out
-
-
-def _quietly(d: Deferred) -> None:
-    d.addErrback(lambda f: f.trap(Exception))
-

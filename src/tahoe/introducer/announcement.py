@@ -20,7 +20,7 @@ import enum
 import hashlib
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from attrs import field, frozen
@@ -97,11 +97,14 @@ def build_announcement(service_name: str, service_fields: Mapping[str, Any], *, 
 
 
 def storage_announcement(*, nickname: str, furl: str, permutation_seed_base32: str, seqnum: int,
-                         nonce: bytes, my_version: str = APP_VERSION,
+                         nonce: bytes, nurls: Sequence[str] = (), my_version: str = APP_VERSION,
                          oldest_supported: str = OLDEST_SUPPORTED) -> dict[str, Any]:
-    """The ``storage`` announcement of a Foolscap-only server (no ``anonymous-storage-NURLs``).
+    """The ``storage`` announcement of a server.
 
     :param furl: the FURL of the ``RIStorageServer`` object.
+    :param nurls: the HTTPS storage NURLs; none for a Foolscap-only server (the
+        key is then left out, as Tahoe 1.20 leaves it out with
+        ``[storage]force_foolscap``).
     :param permutation_seed_base32: from :func:`announced_permutation_seed`
         (or :func:`tubid_permutation_seed` for a server that had shares before).
     :raises BadFURL: if ``furl`` is not a FURL a Tahoe client would use.
@@ -110,10 +113,10 @@ def storage_announcement(*, nickname: str, furl: str, permutation_seed_base32: s
     parse_furl(furl)
     if not _USABLE_FURL.match(furl):
         raise BadFURL(f"Tahoe clients ignore a storage FURL like {furl!r:.80}")
-    fields = {
-        "permutation-seed-base32": permutation_seed_base32,
-        "anonymous-storage-FURL": furl,
-    }
+    fields: dict[str, Any] = {"permutation-seed-base32": permutation_seed_base32}
+    if nurls:
+        fields["anonymous-storage-NURLs"] = list(nurls)
+    fields["anonymous-storage-FURL"] = furl
     return build_announcement(STORAGE_SERVICE, fields, nickname=nickname, seqnum=seqnum,
                               nonce=nonce, my_version=my_version,
                               oldest_supported=oldest_supported)

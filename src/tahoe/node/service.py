@@ -13,6 +13,7 @@ from typing import Any
 
 from foolscap.api import Tub
 from twisted.internet.interfaces import IReactorTime
+from twisted.protocols.tls import TLSMemoryBIOFactory
 from twisted.python import log
 
 from .._version import APPLICATION_VERSION
@@ -26,10 +27,14 @@ from ..introducer.server import IntroducerService
 from ..stats.node import NodeStatistics
 from ..storage.crawler import BucketCountingCrawler, LeaseCheckingCrawler
 from ..storage.leases import ExpiryPolicy
+from ..httpwire.server import HTTP1ServerFactory
+from ..httpwire.tls import certificate_spki_hash, server_options
+from ..storage.http_api import StorageHTTPApplication
 from ..storage.rpc import StorageServerRPC
 from ..storage.server import StorageServer
 from ..util.errors import EncodingError
 from ..util.furl import parse_furl
+from ..util.nurl import nurls_for_location
 from ..web.root import IntroducerWelcomeResource, WelcomeResource
 from ..web.statistics import StatisticsResource
 from ..web.status import StatusResource
@@ -43,6 +48,7 @@ from .fileutil import write_atomically
 from .identity import (load_or_create_permutation_seed, load_or_create_signing_key,
                        next_announcement_seqnum)
 from .nodedir import NodeDirectory
+from .portswitch import PortSwitch
 from .tub import create_outbound_tub, create_tub, listen, register_persistent, tubid_bytes
 
 
@@ -114,6 +120,14 @@ class Node:
         self.stats: NodeStatistics | None = None
         self.crawlers: list[Any] = []
         self.nickname = "" if self.config.nickname == "<unspecified>" else self.config.nickname
+        self.port_switch: PortSwitch | None = None
+        self.location = ""
+        self.nurls: list[str] = []
+
+    def _serves_https(self) -> bool:
+        """Whether this node's storage server also speaks HTTPS (Tahoe's default)."""
+        return (self.nodedir.node_type != INTRODUCER and self.config.storage.enabled
+                and not self.config.storage.force_foolscap)
 
     @property
     def clock(self) -> IReactorTime:
@@ -128,9 +142,11 @@ class Node:
         tub = create_tub(self.basedir, config.timeout_keepalive, config.timeout_disconnect)
         self.tub = tub
         tub.startService()
+        if self._serves_https():
+            self.port_switch = PortSwitch(self.reactor)
         if config.tub_listening:
-            ports, location = _listening_config(self.nodedir)
-            listen(tub, ports, location)
+            ports, self.location = _listening_config(self.nodedir)
+            listen(tub, ports, self.location, self.port_switch)
         if self.nodedir.node_type == INTRODUCER:
             await self._start_introducer()
         else:
@@ -161,7 +177,8 @@ class Node:
         self.storage_client_tub = create_outbound_tub(self.config.timeout_keepalive,
                                                       self.config.timeout_disconnect)
         self.storage_client_tub.startService()
-        broker = StorageBroker(self.storage_client_tub, self.clock)
+        broker = StorageBroker(self.storage_client_tub, self.clock,
+                               prefer_https=not self.config.client.force_foolscap)
         self.broker = broker
         assert self.nodedir.lease_secret is not None
         self.client = ClientServices(broker, self.nodedir.lease_secret,
@@ -234,11 +251,27 @@ class Node:
         furl = register_persistent(self.tub, StorageServerRPC(self.storage_server,
                                                               self.stats.statistics),
                                    self.basedir / "private" / "storage.furl")
+        if self.port_switch is not None:
+            self.nurls = self._serve_https(parse_furl(furl).swissnum)
         ann = storage_announcement(nickname=self.nickname, furl=furl,
                                    permutation_seed_base32=seed,
                                    seqnum=next_announcement_seqnum(self.basedir),
-                                   nonce=os.urandom(32), my_version=APPLICATION_VERSION)
+                                   nonce=os.urandom(32), nurls=self.nurls,
+                                   my_version=APPLICATION_VERSION)
         return sign_announcement(ann, key)
+
+    def _serve_https(self, swissnum: str) -> list[str]:
+        """Serve the HTTPS storage API on the Tub's ports; return the NURLs to announce."""
+        assert self.tub is not None and self.port_switch is not None
+        assert self.storage_server is not None and self.stats is not None
+        application = StorageHTTPApplication(self.storage_server, swissnum.encode("ascii"),
+                                             self.stats.statistics)
+        certificate = self.tub.myCertificate
+        self.port_switch.serve_https(TLSMemoryBIOFactory(
+            server_options(certificate), False, HTTP1ServerFactory(application, self.reactor)))
+        hints = [hint for hint in self.location.split(",") if hint]
+        return [nurl.to_string() for nurl in
+                nurls_for_location(hints, certificate_spki_hash(certificate), swissnum)]
 
     def _got_announcement(self, ann: VerifiedAnnouncement) -> None:
         self._add_server(ann.server_id, ann.announcement, static=False)
@@ -270,3 +303,5 @@ class Node:
             await self.storage_client_tub.stopService()
         if self.tub is not None:
             await self.tub.stopService()
+        if self.port_switch is not None:
+            self.port_switch.stop()

@@ -12,8 +12,10 @@ from foolscap.api import Referenceable, Tub
 from foolscap.broker import Broker
 from foolscap.furl import decode_furl
 
+from ..httpwire.tcp import set_no_delay
 from ..util import base32
 from .fileutil import write_atomically
+from .portswitch import PortSwitch, SwitchingEndpoint
 
 #: Options Tahoe 1.20 sets on every Tub (storage-protocol.md §1.3).
 TUB_OPTIONS = {
@@ -88,12 +90,7 @@ class NoDelayBroker(Broker):  # type: ignore[misc]
 
     def makeConnection(self, transport: Any) -> None:  # noqa: N802 (Twisted)
         """Turn on TCP_NODELAY and wrap the transport before the broker starts."""
-        set_no_delay = getattr(transport, "setTcpNoDelay", None)
-        if set_no_delay is not None:
-            try:
-                set_no_delay(True)
-            except OSError:
-                pass
+        set_no_delay(transport)
         from twisted.internet import reactor
         super().makeConnection(CoalescingTransport(transport, reactor))
 
@@ -153,10 +150,19 @@ def create_outbound_tub(keepalive: int | None = None, disconnect: int | None = N
     return tub
 
 
-def listen(tub: Tub, ports: list[str], location: str) -> None:
-    """Listen on every endpoint string in ``ports`` and advertise ``location``."""
+def listen(tub: Tub, ports: list[str], location: str, switch: PortSwitch | None = None) -> None:
+    """Listen on every endpoint string in ``ports`` and advertise ``location``.
+
+    :param switch: if given, each port also takes the HTTPS storage protocol
+        (told apart from Foolscap by the first bytes; see ``portswitch``).
+    """
     for port in ports:
-        tub.listenOn(port)
+        if switch is None:
+            tub.listenOn(port)
+        else:
+            from twisted.internet import reactor
+            from twisted.internet.endpoints import serverFromString
+            tub.listenOn(SwitchingEndpoint(serverFromString(reactor, port), switch))
     tub.setLocation(location)
 
 

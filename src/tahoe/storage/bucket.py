@@ -111,7 +111,12 @@ class BucketWriter:
         if end > self.allocated_size:
             raise DataTooLargeError(self.allocated_size, offset, len(data))
         self._timer.reset(INACTIVITY_TIMEOUT)
-        if self._discard or not data:
+        if not data:
+            return
+        if self._discard:
+            # Nothing is kept, but what was sent is recorded: the HTTP protocol needs
+            # to tell when a share is complete (Tahoe 1.20 forgets, and its uploads hang).
+            self._written.add(offset, end)
             return
         overlaps = self._written.overlaps(offset, end)
         with disk.open_file(self._incoming, writable=True) as file:
@@ -123,6 +128,17 @@ class BucketWriter:
                         raise ConflictingWriteError(start, stop)
             container.write_share_data(offset, data)
         self._written.add(offset, end)
+
+    def missing(self) -> list[tuple[int, int]]:
+        """The half-open ranges of the share data not written yet, in order."""
+        missing, position = [], 0
+        for start, stop in self._written.ranges():
+            if start > position:
+                missing.append((position, start))
+            position = stop
+        if position < self.allocated_size:
+            missing.append((position, self.allocated_size))
+        return missing
 
     def close(self) -> None:
         """Move the share to ``shares/<prefix>/<SI>/<shnum>``, making it visible.

@@ -13,6 +13,7 @@ nothing.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import Any, Callable
 
 from attrs import frozen
@@ -98,6 +99,7 @@ class StorageServer:
         self._discard = debug_discard
         self._disk_stats = disk_stats or disk.free_space_for_nonroot
         self._writers: dict[tuple[bytes, int], BucketWriter] = {}
+        self._writer_listeners: list[Callable[[BucketWriter], None]] = []
         self._shares_dir = os.path.join(self._root, paths.SHARES_DIR)
         self._advisory_dir = os.path.join(self._root, paths.CORRUPTION_DIR)
         os.makedirs(self._shares_dir, exist_ok=True)
@@ -212,13 +214,7 @@ class StorageServer:
         if not check_storage_index(storage_index, for_write=False):
             return {}
         readers = {}
-        for shnum, path in sorted(self._share_files(storage_index).items()):
-            try:
-                with disk.open_file(path) as file:
-                    container = open_container(file)
-            except (OSError, ContainerError) as e:
-                self._log.warn("skipping share {path}: {error}", path=path, error=e)
-                continue
+        for shnum, path, container in self._containers(storage_index):
             if isinstance(container, ImmutableContainer):
                 readers[shnum] = BucketReader(path, storage_index, shnum, container.data_length,
                                               self.advise_corrupt_share)
@@ -281,6 +277,38 @@ class StorageServer:
         self._log.info("corruption advisory written: {name}", name=name)
         return None
 
+    # for transports
+
+    def add_writer_listener(self, listener: Callable[[BucketWriter], None]) -> None:
+        """Call ``listener(writer)`` whenever a bucket writer closes, aborts or times out."""
+        self._writer_listeners.append(listener)
+
+    def share_numbers(self, storage_index: bytes) -> set[int]:
+        """Every final share number of a (16-byte) storage index, of either kind."""
+        return set(self._share_files(storage_index))
+
+    def mutable_share_lengths(self, storage_index: bytes) -> dict[int, int]:
+        """Share number -> data length of each final mutable share of a storage index.
+
+        Unreadable share files are left out (and logged).
+        """
+        return {shnum: container.data_length
+                for shnum, _, container in self._containers(storage_index)
+                if isinstance(container, MutableContainer)}
+
+    def _containers(self, storage_index: bytes
+                    ) -> Iterator[tuple[int, str, ImmutableContainer | MutableContainer]]:
+        """Each final share's number, path and container header, in share-number order;
+        unreadable share files are skipped (and logged)."""
+        for shnum, path in sorted(self._share_files(storage_index).items()):
+            try:
+                with disk.open_file(path) as file:
+                    container = open_container(file)
+            except (OSError, ContainerError) as e:
+                self._log.warn("skipping share {path}: {error}", path=path, error=e)
+                continue
+            yield shnum, path, container
+
     # helpers
 
     def _path(self, parts: paths.Parts) -> str:
@@ -322,6 +350,8 @@ class StorageServer:
 
     def _writer_finished(self, writer: BucketWriter) -> None:
         self._writers.pop((writer.storage_index, writer.shnum), None)
+        for listener in self._writer_listeners:
+            listener(writer)
 
     def _renew_or_add_leases(self, shares: dict[int, str], owner_num: int, renew_secret: bytes,
                              cancel_secret: bytes, expiration: int,

@@ -15,3 +15,7 @@ class BadNetstring(EncodingError):
 
 class BadFURL(EncodingError):
     """The text is not a well-formed Foolscap FURL (or its tub id or hints are malformed)."""
+
+
+class BadNURL(EncodingError):
+    """The text is not a well-formed NURL (HTTPS storage address with a pinned key)."""

@@ -1,0 +1,328 @@
+"""An HTTP/1.1 client for APIs: persistent connections, pipelined requests.
+
+:class:`HTTP1ClientProtocol` writes each request the moment it is made and
+matches answers to requests in order, so several requests cost one round
+trip. :class:`PersistentConnection` keeps one such connection to a server
+open (connecting on first use and again after a loss) and queues requests
+while it connects.
+
+A request whose connection is lost before its answer fails with
+:class:`ConnectionGone`; one whose connection sees no byte for
+``response_timeout`` seconds while answers are due fails with
+:class:`ResponseTimeout` (and the connection is dropped: with pipelining, a
+stuck answer holds up every later one). Answers larger than the request's
+``max_body`` are refused the same way.
+"""
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import httptools
+from attrs import define, field, frozen
+from twisted.internet.defer import Deferred
+from twisted.internet.interfaces import IReactorTime, IStreamClientEndpoint
+from twisted.internet.protocol import Protocol
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+from .tcp import set_no_delay
+
+#: Default largest answer body accepted (bytes).
+MAX_BODY = 256 * 1024 * 1024
+#: Seconds without a byte while answers are due before the connection is dropped.
+RESPONSE_TIMEOUT = 60.0
+
+
+class HTTPClientError(Exception):
+    """Root of the transport failures of this client."""
+
+
+class ConnectionGone(HTTPClientError):
+    """The connection closed (or could not be opened) before the answer came."""
+
+
+class ResponseTimeout(HTTPClientError):
+    """No byte came for too long while an answer was due."""
+
+
+class ProtocolViolation(HTTPClientError):
+    """The server's bytes are not a well-formed HTTP/1.1 answer (or one too large)."""
+
+
+@frozen
+class HTTPResponse:
+    """An answer: status code, headers (names lower-cased, in order) and body."""
+
+    status: int
+    headers: tuple[tuple[bytes, bytes], ...]
+    body: bytes
+
+    def header(self, name: bytes) -> bytes | None:
+        """The first value of a header (``name`` lower-case), or None."""
+        for key, value in self.headers:
+            if key == name:
+                return value
+        return None
+
+
+@define
+class _Pending:
+    deferred: Deferred
+    method: bytes
+    max_body: int
+    headers: list[tuple[bytes, bytes]] = field(factory=list)
+    body: list[bytes] = field(factory=list)
+    size: int = 0
+
+
+class HTTP1ClientProtocol(Protocol):
+    """One client connection; requests are written at once and answered in order.
+
+    :param host: the ``Host`` header value.
+    :param clock: for the response timeout.
+    """
+
+    _log = Logger()
+
+    def __init__(self, host: bytes, clock: IReactorTime,
+                 response_timeout: float = RESPONSE_TIMEOUT) -> None:
+        self._host = host
+        self._clock = clock
+        self._response_timeout = response_timeout
+        self._parser = httptools.HttpResponseParser(self)
+        self._pending: deque[_Pending] = deque()
+        self._timer: Any = None
+        self.closing = False
+        self.connected_deferred: Deferred = Deferred()
+        self.lost_deferred: Deferred = Deferred()
+
+    @property
+    def outstanding(self) -> int:
+        """Requests written and not yet answered."""
+        return len(self._pending)
+
+    def connectionMade(self) -> None:  # noqa: N802 (Twisted)
+        """Turn Nagle off underneath (TLS or not) and say we are ready."""
+        set_no_delay(self.transport)
+        self.connected_deferred.callback(self)
+
+    def request(self, method: bytes, target: bytes, headers: Sequence[tuple[bytes, bytes]] = (),
+                body: bytes = b"", max_body: int = MAX_BODY) -> Deferred:
+        """Send a request now; a Deferred fires with its :class:`HTTPResponse`.
+
+        ``Host`` and ``Content-Length`` are added.
+
+        :raises ConnectionGone: (through the Deferred) if the connection is closing.
+        """
+        d: Deferred = Deferred()
+        if self.closing or self.transport is None:
+            d.errback(ConnectionGone("the connection is closing"))
+            return d
+        lines = [b"%s %s HTTP/1.1\r\nhost: %s\r\n" % (method, target, self._host)]
+        lines += [b"%s: %s\r\n" % header for header in headers]
+        if body or method in (b"POST", b"PUT", b"PATCH"):
+            lines.append(b"content-length: %d\r\n" % len(body))
+        lines.append(b"\r\n")
+        if len(body) < 64 * 1024:
+            lines.append(body)
+            self.transport.write(b"".join(lines))
+        else:
+            self.transport.writeSequence([b"".join(lines), body])
+        self._pending.append(_Pending(d, method, max_body))
+        if len(self._pending) == 1:
+            self._arm_timer()
+        return d
+
+    def close(self) -> None:
+        """Take no more requests; close once the ones written are answered."""
+        self.closing = True
+        if not self._pending and self.transport is not None:
+            self.transport.loseConnection()
+
+    def abort(self, reason: Exception) -> None:
+        """Drop the connection now, failing every request not yet answered with ``reason``."""
+        self.closing = True
+        self._fail_all(reason)
+        if self.transport is not None:
+            self.transport.abortConnection()
+
+    def dataReceived(self, data: bytes) -> None:  # noqa: N802 (Twisted)
+        """Parse answers."""
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserError as error:
+            cause = error.__context__ if isinstance(error, httptools.HttpParserCallbackError) \
+                else error
+            self.abort(cause if isinstance(cause, HTTPClientError)
+                       else ProtocolViolation(f"malformed HTTP answer: {cause}"))
+            return
+        if self._pending:
+            self._arm_timer()
+
+    def connectionLost(self, reason: Failure = None) -> None:  # noqa: N802 (Twisted)
+        """Fail what is still waiting."""
+        self.closing = True
+        if self._timer is not None and self._timer.active():
+            self._timer.cancel()
+        self._fail_all(ConnectionGone(f"connection lost: {reason.getErrorMessage()}"
+                                      if reason is not None else "connection lost"))
+        if not self.connected_deferred.called:
+            self.connected_deferred.errback(ConnectionGone("connection lost while connecting"))
+        self.lost_deferred.callback(None)
+
+    # -- parser callbacks
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if self._pending:
+            self._pending[0].headers.append((name.lower(), value))
+
+    def on_headers_complete(self) -> None:
+        if not self._pending:
+            raise ProtocolViolation("an answer came that no request asked for")
+
+    def on_body(self, data: bytes) -> None:
+        pending = self._pending[0]
+        pending.size += len(data)
+        if pending.size > pending.max_body:
+            raise ProtocolViolation(f"answer body larger than {pending.max_body} bytes")
+        pending.body.append(data)
+
+    def on_message_complete(self) -> None:
+        status = self._parser.get_status_code()
+        pending = self._pending[0]
+        if 100 <= status < 200:
+            pending.headers.clear()
+            return
+        self._pending.popleft()
+        if not self._parser.should_keep_alive():
+            self.closing = True
+        body = pending.body[0] if len(pending.body) == 1 else b"".join(pending.body)
+        pending.deferred.callback(HTTPResponse(status, tuple(pending.headers), body))
+        if self.closing and not self._pending and self.transport is not None:
+            self.transport.loseConnection()
+
+    # -- timeouts
+
+    def _arm_timer(self) -> None:
+        if self._timer is not None and self._timer.active():
+            self._timer.reset(self._response_timeout)
+        else:
+            self._timer = self._clock.callLater(self._response_timeout, self._timed_out)
+
+    def _timed_out(self) -> None:
+        self._timer = None
+        if self._pending:
+            self.abort(ResponseTimeout(f"no answer for {self._response_timeout:g} s"))
+
+    def _fail_all(self, reason: Exception) -> None:
+        pending, self._pending = self._pending, deque()
+        for request in pending:
+            request.deferred.errback(reason)
+
+
+class PersistentConnection:
+    """One kept-open connection to a server, reopened on demand after a loss.
+
+    :param endpoint: how to connect (TLS included).
+    :param host: the ``Host`` header value.
+    :param clock: the reactor's clock.
+    :param on_lost: called with this object when an open connection is lost.
+    """
+
+    def __init__(self, endpoint: IStreamClientEndpoint, host: bytes, clock: IReactorTime,
+                 on_lost: Callable[["PersistentConnection"], None] | None = None,
+                 response_timeout: float = RESPONSE_TIMEOUT) -> None:
+        self._endpoint = endpoint
+        self._host = host
+        self._clock = clock
+        self._on_lost = on_lost
+        self._response_timeout = response_timeout
+        self._protocol: HTTP1ClientProtocol | None = None
+        self._waiters: list[Deferred] | None = None
+        self._stopped = False
+
+    @property
+    def is_open(self) -> bool:
+        """Whether a connection is open and taking requests."""
+        return self._protocol is not None and not self._protocol.closing
+
+    @property
+    def protocol(self) -> HTTP1ClientProtocol | None:
+        """The open connection's protocol, if any."""
+        return self._protocol if self.is_open else None
+
+    def connect(self) -> Deferred:
+        """A Deferred that fires with an open protocol, connecting if needed.
+
+        Fails with :class:`ConnectionGone` if the connection cannot be made.
+        Waiters are answered in the order they asked.
+        """
+        waiter: Deferred = Deferred()
+        if self._stopped:
+            waiter.errback(ConnectionGone("connection stopped"))
+        elif self.is_open:
+            waiter.callback(self._protocol)
+        elif self._waiters is not None:
+            self._waiters.append(waiter)
+        else:
+            self._waiters = [waiter]
+            self._open()
+        return waiter
+
+    def _open(self) -> None:
+        from twisted.internet.endpoints import connectProtocol
+
+        protocol = HTTP1ClientProtocol(self._host, self._clock, self._response_timeout)
+
+        def connected(_: Any) -> None:
+            if self._stopped:
+                protocol.abort(ConnectionGone("connection stopped"))
+                self._answer_waiters(Failure(ConnectionGone("connection stopped")))
+                return
+            self._protocol = protocol
+            protocol.lost_deferred.addCallback(lambda _: self._lost(protocol))
+            self._answer_waiters(protocol)
+
+        def failed(failure: Failure) -> None:
+            self._answer_waiters(Failure(ConnectionGone(
+                f"cannot connect: {failure.getErrorMessage()}")))
+
+        d = connectProtocol(self._endpoint, protocol)
+        d.addCallback(lambda _: protocol.connected_deferred)
+        d.addCallbacks(connected, failed)
+
+    def _answer_waiters(self, result: Any) -> None:
+        waiters, self._waiters = self._waiters or [], None
+        for waiter in waiters:
+            if isinstance(result, Failure):
+                waiter.errback(result)
+            else:
+                waiter.callback(result)
+
+    def _lost(self, protocol: HTTP1ClientProtocol) -> None:
+        if self._protocol is protocol:
+            self._protocol = None
+            if self._on_lost is not None and not self._stopped:
+                self._on_lost(self)
+
+    def request(self, method: bytes, target: bytes, headers: Sequence[tuple[bytes, bytes]] = (),
+                body: bytes = b"", max_body: int = MAX_BODY) -> Deferred:
+        """Send a request on the open connection (opening one if needed).
+
+        Requests made while connecting are written, in order, once connected.
+        """
+        if self.is_open:
+            assert self._protocol is not None
+            return self._protocol.request(method, target, headers, body, max_body)
+        d = self.connect()
+        d.addCallback(lambda protocol: protocol.request(method, target, headers, body, max_body))
+        return d
+
+    def stop(self) -> None:
+        """Close the connection and open no more."""
+        self._stopped = True
+        if self._protocol is not None:
+            self._protocol.abort(ConnectionGone("connection stopped"))
+            self._protocol = None
