@@ -14,21 +14,17 @@ otherwise, on purpose; :data:`DEVIATIONS` lists each case with our status.
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import cbor2
-import pytest
 
-from tahoe.util.furl import parse_furl
-from tests.support.grid import SMALL_GRID_SHARES
-from tests.support.nodes import TahoeTool, our_tahoe
-from tests.support.ournodes import create_storage_node, start_node, tub_port
-from tests.support.processes import ProcessSet
+from tests.integration.http_storage_support import NodeAddress, http_node
 from tests.support.rawhttp import RawConnection, RawResponse, request_bytes
 from tests.vectors import VECTORS as VECTORS_DIR
 from tests.vectors import load
+
+__all__ = ["http_node"]
 
 VECTORS = load("http-storage-tahoe120.json")
 
@@ -51,19 +47,6 @@ DEVIATIONS: dict[str, tuple[int, str]] = {
     "mutable-shares-of-immutable":
         (200, "Tahoe 1.20 lists the immutable shares as mutable; we list none (body differs)"),
 }
-
-
-@pytest.fixture(scope="module")
-def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, str]]:
-    """A fresh storage node of ours; yields its Tub port and the credentials for its swissnum."""
-    workdir = tmp_path_factory.mktemp("vector-node")
-    tool = TahoeTool(our_tahoe(), workdir / "logs")
-    with ProcessSet() as processes:
-        basedir = create_storage_node(tool, workdir / "storage", shares=SMALL_GRID_SHARES)
-        start_node(tool, basedir, processes)
-        furl = (basedir / "private" / "storage.furl").read_text().strip()
-        swissnum = parse_furl(furl).swissnum.encode("ascii")
-        yield tub_port(basedir), base64.b64encode(swissnum).decode("ascii")
 
 
 def _request(record: dict[str, Any], credentials: str) -> bytes:
@@ -100,10 +83,10 @@ def _check(name: str, expected: dict[str, Any], answer: RawResponse, determinist
             cbor2.loads(base64.b64decode(expected["body_b64"])).keys(), name
 
 
-def test_exchanges_replayed(node: tuple[int, str]) -> None:
+def test_exchanges_replayed(http_node: NodeAddress) -> None:
     """Every recorded exchange, in order: our answers equal Tahoe 1.20's (or deviate as listed)."""
-    port, credentials = node
-    connection = RawConnection("127.0.0.1", port)
+    credentials = base64.b64encode(http_node.swissnum).decode("ascii")
+    connection = RawConnection("127.0.0.1", http_node.port)
     try:
         for exchange in VECTORS["exchanges"]:
             request = exchange["request"]
@@ -116,11 +99,11 @@ def test_exchanges_replayed(node: tuple[int, str]) -> None:
         connection.close()
 
 
-def test_pipelined_experiments_replayed(node: tuple[int, str]) -> None:
+def test_pipelined_experiments_replayed(http_node: NodeAddress) -> None:
     """Requests written back to back in one send are answered like Tahoe's, in order."""
-    port, credentials = node
+    credentials = base64.b64encode(http_node.swissnum).decode("ascii")
     for experiment in VECTORS["pipelining"]["experiments"]:
-        connection = RawConnection("127.0.0.1", port)
+        connection = RawConnection("127.0.0.1", http_node.port)
         try:
             connection.send(b"".join(_request(r, credentials) for r in experiment["requests"]))
             for request, expected in zip(experiment["requests"], experiment["responses"]):

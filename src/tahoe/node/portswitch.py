@@ -42,10 +42,15 @@ class PortSwitch:
         self.https_factory = factory
 
     def stop(self) -> None:
-        """Stop the HTTPS factory (at node shutdown)."""
-        if self.https_factory is not None:
-            self.https_factory.doStop()
-            self.https_factory = None
+        """Close every open HTTPS connection and stop the factory (at node shutdown)."""
+        factory, self.https_factory = self.https_factory, None
+        if factory is None:
+            return
+        for protocol in list(getattr(factory, "protocols", ())):
+            transport = getattr(protocol, "transport", None)
+            if transport is not None:
+                transport.abortConnection()
+        factory.doStop()
 
 
 class _Switch(Protocol):

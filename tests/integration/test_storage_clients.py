@@ -1,0 +1,256 @@
+"""One contract suite for both storage-client transports, against a real server on 127.0.0.1.
+
+Every test runs twice: through ``FoolscapStorageClient`` (a real Tub) and
+through ``HTTPSStorageClient`` (real TLS with the server's key pinned, the
+server's port taking both protocols as a node's does). The layers above use
+only this interface, so both must behave alike wherever the protocols allow.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import attr
+import pytest_twisted
+from foolscap.api import Tub
+from twisted.internet.defer import Deferred, DeferredList
+from twisted.protocols.tls import TLSMemoryBIOFactory
+
+from tahoe.client.https_connector import endpoint_for
+from tahoe.client.storage_api import (ServerGone, ServerRefused, ShareNotAllocated,
+                                      StorageServerClient, WriteEnablerRefused)
+from tahoe.client.storage_foolscap import FoolscapStorageClient
+from tahoe.client.storage_https import HTTPSStorageClient
+from tahoe.httpwire.client import PersistentConnection
+from tahoe.httpwire.server import HTTP1ServerFactory
+from tahoe.httpwire.tls import certificate_spki_hash, server_options
+from tahoe.node.portswitch import PortSwitch, SwitchingEndpoint
+from tahoe.node.tub import tubid_bytes
+from tahoe.storage.containers import open_container
+from tahoe.storage.disk import open_file
+from tahoe.storage.http_api import StorageHTTPApplication
+from tahoe.storage.rpc import StorageServerRPC
+from tahoe.storage.server import StorageServer
+from tahoe.util.furl import parse_furl
+from tahoe.util.nurl import NURL
+from tests.integration.storage_fixtures import new_tub
+from tests.support.ports import free_port
+
+SI = bytes(range(16))
+OTHER_SI = bytes(range(1, 17))
+RENEW = b"r" * 32
+CANCEL = b"c" * 32
+WE = b"w" * 32
+STORAGE_V1 = b"http://allmydata.org/tahoe/protocols/storage/v1"
+
+
+@attr.s(auto_attribs=True)
+class Served:
+    """A storage server listening for both protocols, and a client of one transport."""
+
+    client: StorageServerClient
+    server: StorageServer
+    storage_dir: Path
+    server_tub: Tub
+    switch: PortSwitch
+    stop_client: Any
+
+    def tree(self) -> dict[str, bytes]:
+        """Every file under the storage directory with its SHA-256 (for no-change checks)."""
+        return {str(p.relative_to(self.storage_dir)): hashlib.sha256(p.read_bytes()).digest()
+                for p in sorted(self.storage_dir.rglob("*")) if p.is_file()}
+
+    def shares(self) -> list[str]:
+        """Final share files as ``<SI dir>/<shnum>``."""
+        return sorted(str(p.relative_to(self.storage_dir / "shares"))
+                      for p in (self.storage_dir / "shares").glob("*/*/*")
+                      if p.is_file() and p.parts[-3] != "incoming")
+
+
+@pytest_twisted.async_yield_fixture(params=["foolscap", "https"])
+async def served(request: Any, tmp_path: Path) -> AsyncIterator[Served]:
+    """A server on one port for both protocols (as a node runs it) and a client of each kind."""
+    from twisted.internet import reactor
+    from twisted.internet.endpoints import serverFromString
+    storage_dir = tmp_path / "storage"
+    server_tub = new_tub()
+    port = free_port()
+    switch = PortSwitch(reactor)
+    server_tub.listenOn(SwitchingEndpoint(
+        serverFromString(reactor, f"tcp:{port}:interface=127.0.0.1"), switch))
+    server_tub.setLocation(f"tcp:127.0.0.1:{port}")
+    server = StorageServer(storage_dir, tubid_bytes(server_tub), reactor,
+                           application_version=b"tahoe-lafs-py/test")
+    furl = server_tub.registerReference(StorageServerRPC(server))
+    swissnum = parse_furl(furl).swissnum
+    certificate = server_tub.myCertificate
+    switch.serve_https(TLSMemoryBIOFactory(
+        server_options(certificate), False,
+        HTTP1ServerFactory(StorageHTTPApplication(server, swissnum.encode()), reactor)))
+    if request.param == "foolscap":
+        client_tub = new_tub()
+        client: StorageServerClient = FoolscapStorageClient(await client_tub.getReference(furl))
+        stop = client_tub.stopService
+    else:
+        nurl = NURL(certificate_spki_hash(certificate), "127.0.0.1", port, swissnum)
+        connection = PersistentConnection(endpoint_for(nurl, reactor), b"127.0.0.1", reactor)
+        client = HTTPSStorageClient(connection, swissnum.encode(), pipelining=True)
+
+        async def stop() -> None:
+            connection.stop()
+    yield Served(client, server, storage_dir, server_tub, switch, stop)
+    await stop()
+    if server_tub.running:
+        await server_tub.stopService()
+    switch.stop()
+
+
+async def _failure(d: Deferred) -> Exception:
+    try:
+        await d
+    except Exception as error:  # noqa: BLE001 - the test inspects it
+        return error
+    raise AssertionError("the call succeeded")
+
+
+@pytest_twisted.ensureDeferred
+async def test_version(served: Served) -> None:
+    """The version has the v1 numbers, the flags Tahoe clients rely on, and our name."""
+    version = await served.client.get_version()
+    v1 = version[STORAGE_V1]
+    assert v1[b"maximum-immutable-share-size"] == v1[b"available-space"] > 0
+    assert v1[b"tolerates-immutable-read-overrun"] is True
+    assert version[b"application-version"] == b"tahoe-lafs-py/test"
+
+
+@pytest_twisted.ensureDeferred
+async def test_immutable_round_trip(served: Served) -> None:
+    """Writes given before the allocation answers are delivered; the share appears on close."""
+    allocation = served.client.allocate_buckets(SI, RENEW, CANCEL, {0, 1}, 100)
+    writes = [allocation.writers[n].write(0, bytes([n]) * 60) for n in (0, 1)]
+    writes += [allocation.writers[n].write(60, bytes([n + 10]) * 40) for n in (0, 1)]
+    assert await allocation.answer == (frozenset(), frozenset({0, 1}))
+    await DeferredList(writes, fireOnOneErrback=True, consumeErrors=True)
+    # Over Foolscap the share appears on close; over HTTPS, with its last byte.
+    expected = {} if served.client.transport == "foolscap" else {0, 1}
+    assert set(await served.client.get_buckets(SI)) == set(expected)
+    await DeferredList([w.close() for w in allocation.writers.values()],
+                       fireOnOneErrback=True, consumeErrors=True)
+    readers = await served.client.get_buckets(SI)
+    assert sorted(readers) == [0, 1]
+    assert await readers[1].read(55, 10) == b"\x01" * 5 + b"\x0b" * 5
+    assert await readers[1].read(90, 1000) == b"\x0b" * 10
+    assert await readers[1].read(500, 10) == b""
+    assert served.shares() == ["aa/aaaqeayeaudaocajbifqydiob4/0", "aa/aaaqeayeaudaocajbifqydiob4/1"]
+    assert not list((served.storage_dir / "shares" / "incoming").rglob("*[0-9]"))
+
+
+@pytest_twisted.ensureDeferred
+async def test_reallocation_and_abort(served: Served) -> None:
+    """Held shares come back as already-have; writes to them fail; an abort leaves nothing."""
+    first = served.client.allocate_buckets(SI, RENEW, CANCEL, {0}, 10)
+    await first.writers[0].write(0, b"0123456789")
+    await first.writers[0].close()
+    again = served.client.allocate_buckets(SI, RENEW, CANCEL, {0, 2}, 10)
+    refused = again.writers[0].write(0, b"xxxxxxxxxx")
+    assert await again.answer == (frozenset({0}), frozenset({2}))
+    assert isinstance(await _failure(refused), ShareNotAllocated)
+    await again.writers[0].abort()  # a no-op for a share never allocated
+    await again.writers[2].write(0, b"abc")
+    await again.writers[2].abort()
+    assert not list((served.storage_dir / "shares" / "incoming").rglob("*[0-9]"))
+    assert sorted(await served.client.get_buckets(SI)) == [0]
+
+
+@pytest_twisted.ensureDeferred
+async def test_immutable_errors_change_nothing(served: Served) -> None:
+    """Writes past the end and conflicting rewrites are refused and change nothing."""
+    allocation = served.client.allocate_buckets(SI, RENEW, CANCEL, {0}, 10)
+    writer = allocation.writers[0]
+    await writer.write(0, b"01234")
+    before = served.tree()
+    assert isinstance(await _failure(writer.write(8, b"abcd")), ServerRefused)
+    assert isinstance(await _failure(writer.write(2, b"XX")), ServerRefused)
+    assert served.tree() == before
+    await writer.write(2, b"23456789")
+    await writer.close()
+    assert await (await served.client.get_buckets(SI))[0].read(0, 100) == b"0123456789"
+
+
+@pytest_twisted.ensureDeferred
+async def test_incomplete_share_never_visible(served: Served) -> None:
+    """A share with a hole is not listed, and its close does not make it visible."""
+    allocation = served.client.allocate_buckets(SI, RENEW, CANCEL, {0}, 10)
+    await allocation.writers[0].write(0, b"01234")
+    assert await served.client.get_buckets(SI) == {}
+    if served.client.transport == "https":
+        # HTTP has no close: the server completes a share when its last byte arrives.
+        assert isinstance(await _failure(allocation.writers[0].close()), ServerRefused)
+        assert await served.client.get_buckets(SI) == {}
+
+
+@pytest_twisted.ensureDeferred
+async def test_mutable_test_and_set(served: Served) -> None:
+    """Create, update only when the test matches, read any share or all; a wrong write
+    enabler is refused and changes nothing."""
+    client = served.client
+    secrets = (WE, RENEW, CANCEL)
+    ok, read = await client.slot_testv_and_readv_and_writev(
+        SI, secrets, {0: ([(0, 1, b"eq", b"")], [(0, b"version one")], None),
+                      1: ([], [(0, b"other share")], None)}, [(0, 7)])
+    assert ok is True and read == {}
+    ok, read = await client.slot_testv_and_readv_and_writev(
+        SI, secrets, {0: ([(0, 7, b"eq", b"wrong!!")], [(0, b"clobbered")], None)}, [(0, 7)])
+    assert ok is False and read == {0: [b"version"], 1: [b"other s"]}
+    ok, _ = await client.slot_testv_and_readv_and_writev(
+        SI, secrets, {0: ([(0, 11, b"eq", b"version one")], [(8, b"two")], None)}, [])
+    assert ok is True
+    assert await client.slot_readv(SI, [], [(0, 100), (8, 3)]) == {
+        0: [b"version two", b"two"], 1: [b"other share", b"are"]}
+    assert await client.slot_readv(SI, [1], [(6, 5)]) == {1: [b"share"]}
+    assert await client.slot_readv(OTHER_SI, [], [(0, 10)]) == {}
+    before = served.tree()
+    error = await _failure(client.slot_testv_and_readv_and_writev(
+        SI, (b"x" * 32, RENEW, CANCEL), {0: ([], [(0, b"evil")], None)}, []))
+    assert isinstance(error, WriteEnablerRefused)
+    assert served.tree() == before
+
+
+@pytest_twisted.ensureDeferred
+async def test_leases(served: Served) -> None:
+    """add_lease renews ours and adds another's; on an unknown index it is a quiet no-op."""
+    allocation = served.client.allocate_buckets(SI, RENEW, CANCEL, {0}, 5)
+    await allocation.writers[0].write(0, b"hello")
+    await allocation.writers[0].close()
+    await served.client.add_lease(SI, RENEW, CANCEL)
+    await served.client.add_lease(SI, b"R" * 32, b"C" * 32)
+    await served.client.add_lease(OTHER_SI, RENEW, CANCEL)
+    path = served.storage_dir / "shares" / served.shares()[0]
+    with open_file(str(path)) as file:
+        assert len(open_container(file).leases()) == 2
+
+
+@pytest_twisted.ensureDeferred
+async def test_corruption_advisory(served: Served) -> None:
+    """A report on a held share is kept for the operator; one on an unknown share is ignored."""
+    allocation = served.client.allocate_buckets(SI, RENEW, CANCEL, {0}, 5)
+    await allocation.writers[0].write(0, b"hello")
+    await allocation.writers[0].close()
+    readers = await served.client.get_buckets(SI)
+    await readers[0].advise_corrupt_share(b"block hash mismatch")
+    await served.client.advise_corrupt_share(b"immutable", SI, 7, b"no such share")
+    advisories = list((served.storage_dir / "corruption-advisories").iterdir())
+    assert len(advisories) == 1
+    assert b"block hash mismatch" in advisories[0].read_bytes()
+
+
+@pytest_twisted.ensureDeferred
+async def test_server_gone(served: Served) -> None:
+    """Once the server stops, calls fail with ServerGone (not a transport's own error)."""
+    await served.client.get_version()
+    await served.server_tub.stopService()
+    served.switch.stop()
+    error = await _failure(served.client.get_buckets(SI))
+    assert isinstance(error, ServerGone), error
