@@ -1,11 +1,13 @@
 """The grid benchmark (``make bench``, ``make bench-compare``): a local grid, timed end to end.
 
 Builds a grid on 127.0.0.1 (an introducer, 10 storage servers, a client;
-3-of-10, happy 7) of our nodes, and with ``--compare`` also one of
-Tahoe-LAFS 1.20's (installed by ``misc/interop/install-tahoe-1.20.sh``),
-runs every workload of ``docs/performance.md`` against each, measures the
-controls (raw TCP, the core's encode speed, the Foolscap-only floor, servers
-that discard data) in the same run, and writes:
+3-of-10, happy 7) of our nodes at their defaults (the HTTPS storage
+protocol), then one of our nodes forced to Foolscap (the main workloads
+only), and with ``--compare`` also one of Tahoe-LAFS 1.20's (installed by
+``misc/interop/install-tahoe-1.20.sh``), runs every workload of
+``docs/performance.md`` against each, measures the controls (raw TCP, the
+core's encode speed, the Foolscap and HTTPS floors, servers that discard
+data) in the same run, and writes:
 
 * a table on stdout (medians with [min–max], ratios to Tahoe and to the controls,
   the targets met or not);
@@ -45,11 +47,15 @@ from bench_derive import derive  # noqa: E402
 from bench_http import TestFiles  # noqa: E402
 from bench_plan import SECTIONS, Plan, full_plan, parse_sections, smoke_plan  # noqa: E402
 from bench_proc import wait_for_quiet_machine  # noqa: E402
-from bench_report import main_rows, render, segment_rows, target_rows, write_json  # noqa: E402
+from bench_report import (HEADER, main_rows, render, segment_rows, target_rows,  # noqa: E402
+                          write_json)
 from bench_system import Sections, System, log, run_system  # noqa: E402
 from tests.support.nodes import our_tahoe  # noqa: E402
 
 __all__ = ["main"]
+
+#: What our nodes forced to Foolscap run: enough for a Foolscap column beside the HTTPS one.
+FOOLSCAP_SECTIONS = ("small", "floor", "put", "directories", "cost", "rtt")
 
 
 def machine() -> dict[str, Any]:
@@ -91,7 +97,10 @@ def run(plan: Plan, names: list[str], workdir: Path,
             plan.encode_mib, plan.encode_repeat, workdir))
     systems = []
     if "ours" in names:
-        systems.append(System("ours", our_tahoe(), foolscap_only=True))
+        systems.append(System("ours", our_tahoe(), foolscap_only=False))
+    if "ours-foolscap" in names:
+        systems.append(System("ours-foolscap", our_tahoe(), foolscap_only=True,
+                              sections=FOOLSCAP_SECTIONS))
     if "tahoe" in names:
         from tests.support.tahoe120 import ensure_tahoe120
         systems.append(System("tahoe", ensure_tahoe120(), foolscap_only=False,
@@ -113,8 +122,7 @@ def run(plan: Plan, names: list[str], workdir: Path,
 def tables(derived: dict[str, Any], markdown: bool = False) -> str:
     """The main, segment-size and targets tables, one after the other."""
     seg_header, seg_rows = segment_rows(derived)
-    parts = [render(["figure", "ours", "Tahoe 1.20", "ours/Tahoe", "control", "ours/control"],
-                    main_rows(derived), markdown)]
+    parts = [render(HEADER, main_rows(derived), markdown)]
     if seg_rows:
         parts.append(render(seg_header, seg_rows, markdown))
     targets = [row for row in target_rows(derived) if row[2] != "not measured"]
@@ -137,7 +145,8 @@ def measure(args: argparse.Namespace, plan: Plan) -> dict[str, Any]:
     workdir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     try:
-        names = (args.systems or ("ours,tahoe" if args.compare else "ours")).split(",")
+        names = (args.systems or ("ours,ours-foolscap,tahoe" if args.compare
+                                  else "ours,ours-foolscap")).split(",")
         sections = parse_sections(args.sections)
         if args.skip_controls:
             sections = tuple(s for s in sections if s != "controls")
@@ -155,7 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compare", action="store_true",
                         help="also run Tahoe-LAFS 1.20 (installed under ~/.cache if needed)")
     parser.add_argument("--systems", default=None,
-                        help="comma-separated: ours, tahoe (default: ours; with --compare both)")
+                        help="comma-separated: ours (HTTPS, the default), ours-foolscap, tahoe"
+                             " (default: ours,ours-foolscap; with --compare all three)")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, one repetition")
     parser.add_argument("--sections", default=None, metavar="A,B",
                         help="run only these section groups (default: all): "

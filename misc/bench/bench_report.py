@@ -16,7 +16,8 @@ from bench_stats import CostFit, Summary, ratio
 __all__ = ["jsonable", "main_rows", "render", "segment_rows", "target_rows", "write_json"]
 
 Figure = Summary | float | int | None
-HEADER = ["figure", "ours", "Tahoe 1.20", "ours/Tahoe", "control", "ours/control"]
+HEADER = ["figure", "ours (HTTPS)", "ours (Foolscap)", "Tahoe 1.20", "ours/Tahoe", "control",
+          "ours/control"]
 
 
 def jsonable(value: Any) -> Any:
@@ -67,11 +68,13 @@ def median(value: Figure) -> float | None:
     return None if value is None else float(value)
 
 
-def _row(label: str, ours: Figure, tahoe: Figure, control: Figure = None,
+def _row(label: str, ours: Figure, foolscap: Figure, tahoe: Figure, control: Figure = None,
          control_label: str = "") -> list[str]:
+    """A main-table row: our HTTPS and Foolscap figures, Tahoe's, ratios (of the HTTPS one)."""
     control_text = f"{control_label} {cell(control)}".strip() if control is not None else ""
-    return [label, cell(ours), cell(tahoe), number(ratio(median(ours), median(tahoe))),
-            control_text, number(ratio(median(ours), median(control)))]
+    return [label, cell(ours), cell(foolscap), cell(tahoe),
+            number(ratio(median(ours), median(tahoe))), control_text,
+            number(ratio(median(ours), median(control)))]
 
 
 def _size_label(size: int) -> str:
@@ -82,104 +85,108 @@ def _size_label(size: int) -> str:
 
 
 def main_rows(derived: dict[str, Any]) -> list[list[str]]:
-    """The main table: every figure of ours and Tahoe, with its control."""
+    """The main table: every figure of ours (HTTPS and Foolscap) and Tahoe, with its control."""
     ours = derived["systems"].get("ours", {})
+    foolscap = derived["systems"].get("ours-foolscap", {})
     tahoe = derived["systems"].get("tahoe", {})
     controls = derived["controls"]
 
-    def both(key: str) -> tuple[Figure, Figure]:
-        return ours.get(key), tahoe.get(key)
+    def each(key: str) -> tuple[Figure, Figure, Figure]:
+        return ours.get(key), foolscap.get(key), tahoe.get(key)
 
-    def fit_value(fit: CostFit | None, attr: str) -> float | None:
-        return None if fit is None else getattr(fit, attr)
+    def fit_value(figures: dict[str, Any], fit: str, attr: str) -> float | None:
+        value = figures.get(fit)
+        return None if value is None else getattr(value, attr)
+
+    def fits(fit: str, attr: str) -> tuple[Figure, Figure, Figure]:
+        return (fit_value(ours, fit, attr), fit_value(foolscap, fit, attr),
+                fit_value(tahoe, fit, attr))
 
     rows = [
-        _row("1 kB upload, web API (ms)", *both("upload_1k_ms"), ours.get("floor_1k_ms"),
-             "Foolscap floor"),
-        _row("1 kB upload, web API, Tahoe forced to Foolscap (ms)", None,
+        _row("1 kB upload, web API (ms)", *each("upload_1k_ms"), ours.get("floor_https_1k_ms"),
+             "HTTPS floor"),
+        _row("1 kB upload, web API, Tahoe forced to Foolscap (ms)", None, None,
              tahoe.get("foolscap_upload_1k_ms")),
-        _row("Foolscap-only floor, 10 allocate+write+close (ms)", *both("floor_1k_ms")),
-        _row("  same, Foolscap's plain Tub, Nagle on (ms)", *both("floor_plain_1k_ms")),
-        _row("tahoe put 1 kB, whole process (ms)", *both("cli_put_1k_ms")),
+        _row("HTTPS floor, 10 allocate+write pipelined (ms)", *each("floor_https_1k_ms")),
+        _row("Foolscap floor, 10 allocate+write+close (ms)", *each("floor_1k_ms")),
+        _row("  same, Foolscap's plain Tub, Nagle on (ms)", *each("floor_plain_1k_ms")),
+        _row("tahoe put 1 kB, whole process (ms)", *each("cli_put_1k_ms")),
     ]
     tcp_fit = controls.get("tcp_fit")
-    rows.append(_row("A, fixed cost per file (ms)", fit_value(ours.get("fit"), "a_ms"),
-                     fit_value(tahoe.get("fit"), "a_ms"), fit_value(tcp_fit, "a_ms"), "raw TCP"))
-    rows.append(_row("1/B, throughput (MB/s)", fit_value(ours.get("fit"), "throughput_mb_s"),
-                     fit_value(tahoe.get("fit"), "throughput_mb_s"),
-                     fit_value(tcp_fit, "throughput_mb_s"), "raw TCP"))
+    rows.append(_row("A, fixed cost per file (ms)", *fits("fit", "a_ms"),
+                     None if tcp_fit is None else tcp_fit.a_ms, "raw TCP"))
+    rows.append(_row("1/B, throughput (MB/s)", *fits("fit", "throughput_mb_s"),
+                     None if tcp_fit is None else tcp_fit.throughput_mb_s, "raw TCP"))
     rows.append(_row("  1/B against the core's key pass + encode (MB/s)",
-                     fit_value(ours.get("fit"), "throughput_mb_s"), None,
+                     fit_value(ours, "fit", "throughput_mb_s"), None, None,
                      controls.get("key_and_encode_MBps"), "encode"))
-    foolscap_fit = tahoe.get("foolscap_fit")
-    if foolscap_fit is not None:
-        rows.append(["  Tahoe forced to Foolscap: A (ms) / 1/B (MB/s)", "",
-                     f"{number(foolscap_fit.a_ms)} / {number(foolscap_fit.throughput_mb_s)}",
+    tahoe_foolscap = tahoe.get("foolscap_fit")
+    if tahoe_foolscap is not None:
+        rows.append(["  Tahoe forced to Foolscap: A (ms) / 1/B (MB/s)", "", "",
+                     f"{number(tahoe_foolscap.a_ms)} / {number(tahoe_foolscap.throughput_mb_s)}",
                      "", "", ""])
-    ours_sizes, tahoe_sizes = ours.get("upload_by_size_ms", {}), tahoe.get("upload_by_size_ms", {})
-    for size in sorted(set(ours_sizes) | set(tahoe_sizes)):
-        rows.append(_row(f"upload {_size_label(size)} (ms)", ours_sizes.get(size),
-                         tahoe_sizes.get(size), controls.get("tcp_by_size_ms", {}).get(size),
-                         "raw TCP"))
-    for label, key, control in (
-            ("A, servers discarding data, Foolscap (ms)", "a_ms", "discard_fit"),
-            ("1/B, servers discarding data, Foolscap (MB/s)", "throughput_mb_s", "discard_fit")):
-        rows.append(_row(label, fit_value(ours.get(control), key),
-                         fit_value(tahoe.get(control), key)))
-    rows.append(_row("1 kB upload, servers discarding data, Foolscap (ms)",
-                     *both("discard_upload_1k_ms")))
+    by_size = [s.get("upload_by_size_ms", {}) for s in (ours, foolscap, tahoe)]
+    for size in sorted(set().union(*by_size)):
+        rows.append(_row(f"upload {_size_label(size)} (ms)", *(s.get(size) for s in by_size),
+                         controls.get("tcp_by_size_ms", {}).get(size), "raw TCP"))
+    rows.append(_row("A, servers discarding data (ms)", *fits("discard_fit", "a_ms")))
+    rows.append(_row("1/B, servers discarding data (MB/s)",
+                     *fits("discard_fit", "throughput_mb_s")))
+    rows.append(_row("1 kB upload, servers discarding data (ms)", *each("discard_upload_1k_ms")))
     large = _size_label(ours.get("download_size") or tahoe.get("download_size") or 0)
-    rows.append(_row(f"{large} download (MB/s)", *both("download_MBps")))
-    rows.append(_row(f"1 KiB ranged read in the middle of {large} (ms)", *both("ranged_ms")))
-    rows.append(_row("client RSS idle, fresh (MiB)", *both("client_idle_rss_mib")))
-    rows.append(_row(f"client peak RSS, {large} upload (MiB)", *both("peak_rss_large_mib")))
+    rows.append(_row(f"{large} download (MB/s)", *each("download_MBps")))
+    rows.append(_row(f"1 KiB ranged read in the middle of {large} (ms)", *each("ranged_ms")))
+    rows.append(_row("client RSS idle, fresh (MiB)", *each("client_idle_rss_mib")))
+    rows.append(_row(f"client peak RSS, {large} upload (MiB)", *each("peak_rss_large_mib")))
     big = ours.get("big_size") or tahoe.get("big_size")
     if big:
         rows.append(_row(f"client peak RSS, {_size_label(big)} upload (MiB)",
-                         *both("peak_rss_big_mib")))
-        rows.append(_row(f"  {_size_label(big)} upload speed (MB/s)", *both("big_upload_MBps")))
-    rows.append(_row("client RSS after the workloads (MiB)", *both("client_rss_after_mib")))
-    rows.append(_row("idle storage server RSS, per server (MiB)", *both("storage_idle_rss_mib")))
+                         *each("peak_rss_big_mib")))
+        rows.append(_row(f"  {_size_label(big)} upload speed (MB/s)", *each("big_upload_MBps")))
+    rows.append(_row("client RSS after the workloads (MiB)", *each("client_rss_after_mib")))
+    rows.append(_row("idle storage server RSS, per server (MiB)", *each("storage_idle_rss_mib")))
     rows.append(_row("idle storage server CPU, per server (% of a core)",
-                     *both("storage_idle_cpu_pct")))
-    rows.append(_row("introducer RSS (MiB)", *both("introducer_rss_mib")))
-    delays = sorted(set(ours.get("rtt", {})) | set(tahoe.get("rtt", {})), key=float)
+                     *each("storage_idle_cpu_pct")))
+    rows.append(_row("introducer RSS (MiB)", *each("introducer_rss_mib")))
+    systems = (ours, foolscap, tahoe)
+    delays = sorted({d for s in systems for d in s.get("rtt", {})}, key=float)
     for delay in delays:
-        o, t = ours.get("rtt", {}).get(delay, {}), tahoe.get("rtt", {}).get(delay, {})
+        entries = [s.get("rtt", {}).get(delay, {}) for s in systems]
         rtt_ms = 2 * float(delay) * 1000
         rows.append(_row(f"1 kB upload via delay proxies, RTT {rtt_ms:g} ms (ms)",
-                         o.get("upload_ms"), t.get("upload_ms")))
+                         *(e.get("upload_ms") for e in entries)))
         if float(delay) > 0:
-            rows.append(_row("  as a multiple of the RTT", o.get("multiple_of_rtt"),
-                             t.get("multiple_of_rtt")))
+            rows.append(_row("  as a multiple of the RTT",
+                             *(e.get("multiple_of_rtt") for e in entries)))
             rows.append(_row("  RTTs beyond the no-delay time",
-                             o.get("round_trips_beyond_no_delay"),
-                             t.get("round_trips_beyond_no_delay")))
-    rows.extend(_directory_rows(ours.get("directories") or {}, tahoe.get("directories") or {}))
+                             *(e.get("round_trips_beyond_no_delay") for e in entries)))
+    rows.extend(_directory_rows(*(s.get("directories") or {} for s in systems)))
     rows.append(_row("other work on the machine, per section (% of a core)",
-                     *both("foreign_cpu_pct")))
+                     *each("foreign_cpu_pct")))
     for name, speed in (controls.get("encode_MBps") or {}).items():
-        rows.append(["control: " + name.replace("_", " ") + " (MB/s)", "", "", "",
+        rows.append(["control: " + name.replace("_", " ") + " (MB/s)", "", "", "", "",
                      number(speed), ""])
     # A run of some sections only (``--sections``) leaves the other rows empty.
-    return [row for row in rows if any(row[i] not in ("", "–") for i in (1, 2, 4))]
+    return [row for row in rows if any(row[i] not in ("", "–") for i in (1, 2, 3, 5))]
 
 
-def _directory_rows(ours: dict[str, Any], tahoe: dict[str, Any]) -> list[list[str]]:
+def _directory_rows(ours: dict[str, Any], foolscap: dict[str, Any],
+                    tahoe: dict[str, Any]) -> list[list[str]]:
     """``tahoe put alias:``, ``mkdir`` and ``cp -r`` rows (whole CLI processes)."""
-    if not ours and not tahoe:
+    systems = (ours, foolscap, tahoe)
+    if not any(systems):
         return []
-    rows = [_row(f"tahoe {label}, whole process (ms)", ours.get(key), tahoe.get(key))
+    rows = [_row(f"tahoe {label}, whole process (ms)", *(s.get(key) for s in systems))
             for label, key in (("put 1 kB FILE alias:name", "put_alias_ms"),
                                ("mkdir (unlinked)", "mkdir_unlinked_ms"),
                                ("mkdir alias:name", "mkdir_alias_ms"))]
-    ours_cp, tahoe_cp = ours.get("cp", {}), tahoe.get("cp", {})
-    for files in sorted(set(ours_cp) | set(tahoe_cp)):
-        o, t = ours_cp.get(files, {}), tahoe_cp.get(files, {})
-        dirs = o.get("dirs") or t.get("dirs")
+    trees = [s.get("cp", {}) for s in systems]
+    for files in sorted(set().union(*trees)):
+        entries = [t.get(files, {}) for t in trees]
+        dirs = next((e.get("dirs") for e in entries if e.get("dirs")), None)
         for way, key in (("up", "up_files_per_s"), ("down", "down_files_per_s")):
             rows.append(_row(f"tahoe cp -r {way}, {files} files of 1 kB in {dirs} dirs"
-                             " (files/s)", o.get(key), t.get(key)))
+                             " (files/s)", *(e.get(key) for e in entries)))
     return rows
 
 

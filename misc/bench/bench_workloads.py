@@ -142,19 +142,23 @@ def idle_metrics(grid: BenchGrid, client: BenchNode, window: float) -> dict[str,
 
 
 def floor(grid: BenchGrid, count: int, warmup: int, *, plain: bool = False,
-          file_size: int = 1000) -> dict[str, Any]:
-    """Run ``bench_floor.py`` (its own process, our venv) against the grid's storage servers."""
-    argv = [sys.executable, str(HERE / "bench_floor.py"), "--count", str(count),
+          https: bool = False, file_size: int = 1000) -> dict[str, Any]:
+    """Run a floor control in its own process (our venv) against the grid's storage servers:
+    ``bench_floor.py`` (Foolscap: allocate, write, close) or, with ``https``,
+    ``bench_floor_https.py`` (allocate and write, pipelined)."""
+    script = "bench_floor_https.py" if https else "bench_floor.py"
+    argv = [sys.executable, str(HERE / script), "--count", str(count),
             "--warmup", str(warmup), "--file-size", str(file_size)]
     if plain:
         argv.append("--plain")
     argv += [str(node.basedir) for node in grid.servers]
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), str(HERE.parents[1]),
+                                                      env.get("PYTHONPATH")]))
     result = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, env=env,
                             timeout=600)
     if result.returncode != 0:
-        raise RuntimeError(f"bench_floor.py failed: {result.stderr[-2000:].decode()}")
+        raise RuntimeError(f"{script} failed: {result.stderr[-2000:].decode()}")
     answer: dict[str, Any] = json.loads(result.stdout.decode().strip().splitlines()[-1])
     return answer
 

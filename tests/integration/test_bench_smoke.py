@@ -49,6 +49,7 @@ def _assert_system_measured(system: dict[str, Any]) -> None:
     assert system["memory"]["peak_rss_mib"]
     assert set(system["rtt"]) == {"0.0", "0.002"}
     assert system["floor"]["seconds"] and system["floor_plain"]["seconds"]
+    assert system["floor_https"]["seconds"]
     assert len(system["segments"]) == 2 and all(system["segments"].values())
     assert system["discard"]["uploads"]["seconds"]
     directories = system["directories"]
@@ -66,9 +67,15 @@ def test_fit_recovers_a_cost_model() -> None:
 
 
 def test_bench_smoke_our_grid(tmp_path: Path) -> None:
-    """``bench.py --smoke`` runs every workload and control on our grid and writes its outputs."""
+    """``bench.py --smoke`` runs every workload and control on our grid (HTTPS), the main
+    workloads on our grid forced to Foolscap, and writes its outputs."""
     report, result = _run_smoke(tmp_path)
     _assert_system_measured(report["systems"]["ours"])
+    foolscap = report["systems"]["ours-foolscap"]
+    assert not foolscap["errors"], foolscap["errors"]
+    assert foolscap["foolscap_only"] and foolscap["small_upload_s"] and foolscap["rtt"]
+    assert foolscap["floor"]["seconds"] and "floor_https" not in foolscap
+    assert "segments" not in foolscap and "memory" not in foolscap
     assert not report["controls"]["errors"]
     assert report["controls"]["tcp"]["seconds"]
     assert report["controls"]["encode"]["cases"]["encode_core"]["mb_per_s"] > 0
@@ -79,7 +86,7 @@ def test_bench_smoke_our_grid(tmp_path: Path) -> None:
 
 def test_bench_sections_pick_parts(tmp_path: Path) -> None:
     """``--sections directories`` runs that part alone, with no controls and no other section."""
-    report, _ = _run_smoke(tmp_path, "--sections", "directories")
+    report, _ = _run_smoke(tmp_path, "--sections", "directories", "--systems", "ours")
     ours = report["systems"]["ours"]
     assert not ours["errors"], ours["errors"]
     assert ours["directories"]["cp"]["6"]["up_s"]
