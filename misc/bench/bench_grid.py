@@ -87,7 +87,7 @@ class BenchGrid:
     processes: ProcessSet
     storage_nodes: int
     shares: Shares
-    server_foolscap: bool = True
+    server_foolscap: bool = False
     storage_settings: Settings = field(default_factory=dict)
     introducer: RunningNode | None = None
     introducer_furl: str = ""
@@ -112,7 +112,7 @@ class BenchGrid:
         running = self.tool.start(basedir, self.processes)
         return BenchNode(running, running.node_url(START_TIMEOUT))
 
-    def start_client(self, name: str, *, force_foolscap: bool = True,
+    def start_client(self, name: str, *, force_foolscap: bool = False,
                      settings: Settings | None = None) -> BenchNode:
         """Create and run a client ``workdir/name``; return once it sees every storage server.
 

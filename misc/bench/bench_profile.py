@@ -49,7 +49,7 @@ def start_profiled_client(grid: BenchGrid, name: str, prefix: Path) -> BenchNode
     basedir = grid.workdir / name
     grid.tool.create_client(basedir, introducer_furl=grid.introducer_furl, shares=grid.shares,
                             nickname=name, web_port=free_port())
-    edit_tahoe_cfg(basedir, config_for_tests(storage=False))
+    edit_tahoe_cfg(basedir, config_for_tests(storage=False, force_foolscap=grid.server_foolscap))
     process = grid.processes.start(
         [sys.executable, HERE / "bench_profiled_node.py", str(prefix), "run",
          "--allow-stdin-close", basedir], log_path=grid.tool.log_dir / f"{name}.log")
@@ -92,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--large-mb", type=float, default=100)
     parser.add_argument("--storage-nodes", type=int, default=10)
     parser.add_argument("--limit", type=int, default=30)
+    parser.add_argument("--foolscap", action="store_true",
+                        help="servers and client forced to Foolscap (default: HTTPS)")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     prefix = args.out.resolve() / "client"
@@ -102,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     report = io.StringIO()
     with ProcessSet() as processes:
         grid = BenchGrid(tool, workdir / "grid", processes, args.storage_nodes,
-                         Shares(3, 7, 10) if args.storage_nodes >= 10 else Shares(2, 3, 3))
+                         Shares(3, 7, 10) if args.storage_nodes >= 10 else Shares(2, 3, 3),
+                         server_foolscap=args.foolscap)
         grid.start()
         client = start_profiled_client(grid, "client", prefix)
         grid.settle()

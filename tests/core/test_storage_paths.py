@@ -11,20 +11,24 @@ PATHS = load("storage-paths.json")
 
 @pytest.mark.parametrize("row", PATHS["rows"], ids=lambda r: r["storage_index_base32"])
 def test_paths_match_tahoe(row: dict) -> None:
-    """Base32, prefix, share directory, share path and incoming path equal Tahoe's."""
+    """Base32, prefix, share directory and share path equal Tahoe's; the incoming file is
+    named by the same storage index and share number."""
     si = bytes.fromhex(row["storage_index_hex"])
     assert paths.storage_index_to_b32(si) == row["storage_index_base32"]
     assert paths.prefix_of(row["storage_index_base32"]) == row["prefix"]
     assert "storage/" + paths.share_dir(si) == row["share_dir"]
     assert "storage/" + paths.share_path(si, 3) == row["share_path_shnum_3"]
-    assert "storage/" + paths.incoming_path(si, 3) == row["incoming_path_shnum_3"]
+    # Ours is flat (docs/formats/storage-containers.md); Tahoe's has the prefix and SI dirs.
+    tahoe_prefix, tahoe_si, tahoe_shnum = row["incoming_path_shnum_3"].split("/")[-3:]
+    assert (tahoe_prefix, tahoe_shnum) == (paths.prefix_of(tahoe_si), "3")
+    assert paths.incoming_path(si, 3) == f"shares/incoming/{tahoe_si}.3"
 
 
 def test_path_parts_join_to_text() -> None:
     """The tuple forms join with '/' to the text forms."""
     si = bytes.fromhex(PATHS["rows"][3]["storage_index_hex"])
     assert paths.as_text(paths.share_path_parts(si, 7)) == paths.share_path(si, 7)
-    assert paths.incoming_dir_parts(si) + ("7",) == paths.incoming_path_parts(si, 7)
+    assert paths.as_text(paths.incoming_path_parts(si, 7)) == paths.incoming_path(si, 7)
     assert paths.share_dir_parts(si) == ("shares", "hd", "hdis5iaveku6lnlaiccydyid7q")
 
 

@@ -135,7 +135,9 @@ def test_immutable_steps_match_tahoe(server: StorageServer, root: Path, clock: C
     alreadygot, writers = server.allocate_buckets(SI, RENEW1, CANCEL1, {0, 1}, 64)
     assert alreadygot == set() and isinstance(alreadygot, set)
     assert sorted(writers) == steps[0]["returned_writer_shnums"]
-    incoming = steps[0]["incoming_path"].removeprefix("storage/")
+    # Tahoe's incoming file's bytes, at our (flat) incoming path.
+    incoming = paths.incoming_path(SI, 0)
+    assert steps[0]["incoming_path"].endswith(f"/{paths.share_dir(SI).split('/')[-1]}/0")
     assert (root / incoming).read_bytes().hex() == steps[0]["incoming_file_hex_right_after_allocate"]
     assert (root / paths.share_dir(SI)).is_dir()
     assert server.get_buckets(SI) == {}
@@ -147,7 +149,7 @@ def test_immutable_steps_match_tahoe(server: StorageServer, root: Path, clock: C
     final = steps[1]["final_path"].removeprefix("storage/")
     assert (root / final).read_bytes().hex() == steps[1]["final_file_hex"]
     assert not (root / paths.incoming_path(SI, 1)).exists()
-    assert not (root / paths.as_text(paths.incoming_dir_parts(SI))).exists()
+    assert list((root / "shares" / "incoming").iterdir()) == []
 
     clock.advance(DAY)
     assert server.add_lease(SI, RENEW2, CANCEL2) is None

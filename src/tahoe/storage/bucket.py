@@ -151,8 +151,6 @@ class BucketWriter:
         os.makedirs(os.path.dirname(self._final), exist_ok=True)
         os.rename(self._incoming, self._final)
         self._finish(WriterState.CLOSED)
-        incoming_dir = os.path.dirname(self._incoming)
-        disk.remove_empty_dirs(incoming_dir, os.path.dirname(incoming_dir))
 
     def abort(self) -> None:
         """Delete the incoming file and give back its space; a no-op once finished."""
@@ -160,8 +158,6 @@ class BucketWriter:
             return
         disk.remove_quietly(self._incoming)
         self._finish(WriterState.ABORTED)
-        incoming_dir = os.path.dirname(self._incoming)
-        disk.remove_empty_dirs(incoming_dir, os.path.dirname(incoming_dir))
         # Left empty by allocate_buckets if no other share of this SI arrived.
         disk.remove_empty_dirs(os.path.dirname(self._final))
 

@@ -341,8 +341,6 @@ class StorageServer:
         except BaseException:
             for writer in writers.values():
                 writer.abort()
-            incoming = self._path(paths.incoming_dir_parts(storage_index))
-            disk.remove_empty_dirs(incoming, os.path.dirname(incoming))
             share_dir = self._path(paths.share_dir_parts(storage_index))
             disk.remove_empty_dirs(share_dir, os.path.dirname(share_dir))
             raise
