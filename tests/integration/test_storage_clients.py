@@ -254,3 +254,20 @@ async def test_server_gone(served: Served) -> None:
     served.switch.stop()
     error = await _failure(served.client.get_buckets(SI))
     assert isinstance(error, ServerGone), error
+
+
+@pytest_twisted.ensureDeferred
+async def test_reading_every_share_follows_changes(served: Served) -> None:
+    """Reading all shares again after others added and removed some gives exactly the shares
+    held now (the HTTPS client reads the shares it saw last time before the list comes)."""
+    client = served.client
+    secrets = (WE, RENEW, CANCEL)
+    await client.slot_testv_and_readv_and_writev(
+        SI, secrets, {0: ([], [(0, b"zero")], None), 1: ([], [(0, b"one")], None)}, [])
+    assert await client.slot_readv(SI, [], [(0, 10)]) == {0: [b"zero"], 1: [b"one"]}
+    # Another client changes the slot behind this one's back.
+    served.server.slot_testv_and_readv_and_writev(
+        SI, secrets, {0: ([], [], 0), 2: ([], [(0, b"two")], None)}, [])
+    assert await client.slot_readv(SI, [], [(0, 10)]) == {1: [b"one"], 2: [b"two"]}
+    assert await client.slot_readv(SI, [], [(0, 2), (1, 2)]) == {
+        1: [b"on", b"ne"], 2: [b"tw", b"wo"]}

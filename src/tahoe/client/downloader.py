@@ -64,15 +64,18 @@ class _Share:
         self.server = server
         self.layout: ShareLayout | None = None
         self.prefix = b""
+        #: Whether ``prefix`` is the whole share (a read from 0 came back short).
+        self.whole = False
         self.bad: str | None = None
 
     async def read(self, offset: int, length: int) -> bytes:
         """Bytes at ``offset`` (cut short at the end of the share)."""
-        if offset + length <= len(self.prefix):
+        if offset + length <= len(self.prefix) or self.whole:
             return self.prefix[offset:offset + length]
         data: bytes = await self.reader.read(offset, length)
         if offset == 0 and len(data) > len(self.prefix):
             self.prefix = data
+            self.whole = len(data) < length
         return data
 
     def report(self, reason: str) -> None:

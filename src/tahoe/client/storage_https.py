@@ -14,6 +14,7 @@ its last byte arrives (that write is answered 201), so a writer's
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from typing import Any
 
 from twisted.internet.defer import Deferred, DeferredList, fail, succeed
@@ -30,6 +31,8 @@ from .storage_api import (Allocation, ReadVector, ServerGone, ServerRefused, Sha
 UPLOAD_SECRET_SIZE = 20
 #: Largest CBOR answer accepted (a read-test-write answer carries read data).
 MAX_CBOR_ANSWER = 64 * 1024 * 1024
+#: Mutable storage indexes whose share numbers are remembered, per server.
+KNOWN_SLOTS = 4096
 _CBOR = messages.CBOR.encode("ascii")
 
 
@@ -59,6 +62,8 @@ class HTTPSStorageClient:
         self.connection = connection
         self.pipelining = pipelining
         self._authorization = (b"authorization", messages.authorization(swissnum))
+        #: Share numbers of mutable storage indexes seen lately (most recent last).
+        self._known_slots: dict[str, frozenset[int]] = {}
 
     # -- plumbing
 
@@ -163,7 +168,7 @@ class HTTPSStorageClient:
             return succeed(b"")
         d = self.request(b"GET", f"/storage/v1/{kind}/{si}/{shnum}",
                          [(b"range", messages.format_range(offset, offset + length))],
-                         max_body=length)
+                         max_body=max(length, 65536))  # room for an error's text too
 
         def answered(response: HTTPResponse) -> bytes:
             if response.status == 204:
@@ -177,13 +182,49 @@ class HTTPSStorageClient:
     # -- mutable
 
     def slot_readv(self, storage_index: bytes, shares: list[int], readv: ReadVector) -> Deferred:
+        """Over HTTP, reading "every share" needs the list of shares first: two round trips.
+        When this server's share numbers for the index are known from an earlier call, their
+        reads are sent right behind the list, and only shares that appeared since cost a
+        second round trip."""
         si = base32.b2a(storage_index)
         if shares:
             return self._read_slots(si, sorted(set(shares)), readv)
+        guessed = self._known_slots.get(si)
+        early = self._read_slots(si, sorted(guessed), readv) if guessed else None
         d = self._cbor(b"GET", f"/storage/v1/mutable/{si}/shares", [])
         d.addCallback(self._decoded, messages.decode_share_numbers, "slot_readv")
-        d.addCallback(lambda shnums: self._read_slots(si, sorted(shnums), readv))
+
+        def listed(shnums: frozenset[int]) -> Any:
+            self._remember_slots(si, shnums)
+            if early is None:
+                return self._read_slots(si, sorted(shnums), readv)
+            return early.addCallback(self._complete_reads, si, shnums, readv)
+
+        def unlisted(failure: Failure) -> Failure:
+            if early is not None:
+                early.addErrback(lambda _: None)  # the list's failure is the one reported
+            return failure
+        d.addCallbacks(listed, unlisted)
         return d
+
+    def _complete_reads(self, found: dict[int, list[bytes]], si: str, shnums: frozenset[int],
+                        readv: ReadVector) -> Any:
+        """The early reads, trimmed to the listed shares, plus reads of shares not guessed."""
+        found = {shnum: pieces for shnum, pieces in found.items() if shnum in shnums}
+        missing = sorted(shnums - set(found))
+        if not missing:
+            return found
+        d = self._read_slots(si, missing, readv)
+        d.addCallback(lambda more: {**found, **more})
+        return d
+
+    def _remember_slots(self, si: str, shnums: Iterable[int]) -> None:
+        known = self._known_slots
+        known.pop(si, None)
+        if shnums:
+            known[si] = frozenset(shnums)
+            while len(known) > KNOWN_SLOTS:
+                known.pop(next(iter(known)))
 
     def _read_slots(self, si: str, shnums: list[int], readv: ReadVector) -> Deferred:
         reads = [(shnum, self.read_share("mutable", si, shnum, offset, size))
@@ -213,7 +254,8 @@ class HTTPSStorageClient:
             body = messages.ReadTestWrite.from_foolscap(tw_vectors, r_vector).to_cbor()
         except MessageError as error:
             return fail(ServerRefused(str(error)))
-        d = self._cbor(b"POST", f"/storage/v1/mutable/{base32.b2a(storage_index)}/read-test-write",
+        si = base32.b2a(storage_index)
+        d = self._cbor(b"POST", f"/storage/v1/mutable/{si}/read-test-write",
                        [(Secret.WRITE_ENABLER, write_enabler), (Secret.LEASE_RENEW, renew),
                         (Secret.LEASE_CANCEL, cancel)], body)
 
@@ -223,6 +265,15 @@ class HTTPSStorageClient:
                     f"write enabler refused: {first_line(response.body)}", "401")
             result: tuple[bool, dict[int, list[bytes]]] = self._decoded(
                 response, messages.decode_read_test_write_result, "read-test-write")
+            # The answer's reads name every share held before; the writes may have added some.
+            held = set(result[1])
+            if result[0]:
+                for shnum, (_, writes, new_length) in tw_vectors.items():
+                    if new_length == 0:
+                        held.discard(shnum)  # a length of 0 deletes the share
+                    elif writes:
+                        held.add(shnum)
+            self._remember_slots(si, held)
             return result
         d.addCallback(answered)
         return d
