@@ -310,9 +310,11 @@ def test_cli_against_our_gateway(local_grid: ProxiedGrid, tmp_path: Path) -> Non
     assert same_trees(tree, back / "copy" / "tree")
 
 
-def test_small_put_into_directory_takes_four_round_trips(local_grid: ProxiedGrid,
-                                                         api: WebAPI) -> None:
-    """Over warm connections, PUT /uri/$DIRCAP/name takes 2 round trips for the file, 2 to link."""
+def test_small_put_into_directory_takes_three_round_trips(local_grid: ProxiedGrid,
+                                                          api: WebAPI) -> None:
+    """Over warm HTTPS connections, PUT /uri/$DIRCAP/name takes one round trip for the file and
+    two to link it: read the directory (its shares' reads go right behind the list of shares,
+    which are known from the last time) and write it (test-and-set)."""
     grid = local_grid
     root = api.mkdir()
     assert api.put(root, "warm.bin", data("warm", 1000)).status == 201
@@ -330,13 +332,13 @@ def test_small_put_into_directory_takes_four_round_trips(local_grid: ProxiedGrid
             proxy.delay = 0.0
     assert answer.status == 201
     rtt = 0.4
-    assert 4 * rtt <= elapsed < 5 * rtt, elapsed
+    assert 3 * rtt <= elapsed < 4 * rtt, elapsed
     for proxy, mark in zip(grid.proxies, marks):
         bursts = [b for c in proxy.connections() for b in c.bursts_since(mark)
                   if b.started_at < finished - 0.2]
         turns = sum(1 for a, b in zip(bursts, bursts[1:])
                     if a.direction != b.direction and b.direction.name == "S2C")
-        assert turns == 4, (proxy.port, [(b.direction.name, b.nbytes) for b in bursts])
+        assert turns == 3, (proxy.port, [(b.direction.name, b.nbytes) for b in bursts])
 
 
 def test_named_file_urls_and_private_key(api: WebAPI) -> None:
