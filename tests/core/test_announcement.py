@@ -95,6 +95,21 @@ def test_http_capable_variant_verifies() -> None:
     assert verified.seqnum == 8
 
 
+def test_https_announcement_is_tahoes() -> None:
+    """An announcement with NURLs is built with Tahoe's fields in Tahoe's order: the signed
+    message of the HTTP-capable variant, byte for byte (the seed signs it the same way too)."""
+    variant = VECTOR["http_capable_variant"]
+    theirs = json.loads(variant["signed_message_utf8"])
+    ours = storage_announcement(
+        nickname=theirs["nickname"], furl=theirs["anonymous-storage-FURL"],
+        permutation_seed_base32=theirs["permutation-seed-base32"], seqnum=theirs["seqnum"],
+        nonce=base32.a2b(theirs["nonce"]), nurls=theirs["anonymous-storage-NURLs"])
+    assert json.dumps(ours).encode() == variant["signed_message_utf8"].encode()
+    assert "anonymous-storage-NURLs" not in storage_announcement(
+        nickname="n", furl=theirs["anonymous-storage-FURL"],
+        permutation_seed_base32=theirs["permutation-seed-base32"], seqnum=1, nonce=bytes(32))
+
+
 def test_subscriber_info() -> None:
     """subscriber_info has the vector's fields, with bytes keys and str values."""
     info = subscriber_info(INPUTS["nickname"])

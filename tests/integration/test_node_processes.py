@@ -251,3 +251,40 @@ def test_bad_config_stops_start_up(tool: TahoeTool, tmp_path: Path, case: str) -
     assert not (basedir / "running.process").exists()
     assert not (basedir / "node.url").exists()
     assert not (basedir / "storage").exists()
+
+
+def _own_announcement(basedir: Path) -> dict[str, Any] | None:
+    """The storage announcement a node received back from its introducer (its cache file)."""
+    import yaml
+    cache = basedir / "private" / "introducer_default_cache.yaml"
+    if not cache.exists():
+        return None
+    for entry in yaml.safe_load(cache.read_text()) or []:
+        if entry.get("key_s") == server_id(basedir):
+            announcement: dict[str, Any] = entry["ann"]
+            return announcement
+    return None
+
+
+@pytest.mark.parametrize("force_foolscap", [False, True], ids=["default", "force_foolscap"])
+def test_announced_nurls(tool: TahoeTool, tmp_path: Path, processes: ProcessSet,
+                         force_foolscap: bool) -> None:
+    """A storage node announces one NURL per tcp hint, pinning its certificate's key, with its
+    storage FURL's swissnum; ``[storage]force_foolscap`` leaves them out."""
+    from tahoe.util.nurl import parse_nurl
+    from tests.support.proxied_grid import read_storage_server
+
+    _, furl = start_introducer(tool, tmp_path / "introducer", processes)
+    basedir = create_storage_node(tool, tmp_path / "storage", introducer_furl=furl,
+                                  force_foolscap=force_foolscap)
+    node = start_node(tool, basedir, processes)
+    announcement = wait_until(lambda: _own_announcement(basedir), CONNECT_TIMEOUT,
+                              "the node's own announcement", processes=[node.node.process])
+    if force_foolscap:
+        assert "anonymous-storage-NURLs" not in announcement
+        return
+    info = read_storage_server(basedir)
+    (text,) = announcement["anonymous-storage-NURLs"]
+    nurl = parse_nurl(text)
+    assert (nurl.spki_hash, nurl.host, nurl.port, nurl.swissnum) == \
+        (info.spki_hash, "127.0.0.1", tub_port(basedir), info.swissnum)
