@@ -128,3 +128,21 @@ def test_vectors_are_tahoes() -> None:
     assert VECTORS["tahoe_version"] == "tahoe-lafs/1.20.0"
     assert len(VECTORS["exchanges"]) >= 150
     assert Path(VECTORS_DIR / "http-storage-tahoe120.json").stat().st_size > 100_000
+
+
+def test_tls_as_tahoe(http_node: NodeAddress) -> None:
+    """TLS as Tahoe's server does it: ALPN http/1.1 chosen when offered (with h2 or not),
+    none is fine, h2 alone fails; one self-signed certificate."""
+    import ssl
+
+    for case in ("default", "alpn_h2_and_http11", "alpn_none", "alpn_h2_only"):
+        fact = VECTORS["facts"]["tls"][case]
+        try:
+            connection = RawConnection("127.0.0.1", http_node.port,
+                                       alpn=tuple(fact["alpn_offered"]))
+        except ssl.SSLError:
+            assert fact["handshake"] == "failed", case
+            continue
+        assert fact["handshake"] == "ok", case
+        assert connection.selected_alpn == fact["alpn_selected"], case
+        connection.close()

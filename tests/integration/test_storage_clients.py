@@ -8,6 +8,7 @@ only this interface, so both must behave alike wherever the protocols allow.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from tahoe.client.storage_foolscap import FoolscapStorageClient
 from tahoe.client.storage_https import HTTPSStorageClient
 from tahoe.httpwire.client import PersistentConnection
 from tahoe.httpwire.server import HTTP1ServerFactory
+from tahoe.httpwire.threaded import PinMismatch, ThreadedConnection
 from tahoe.httpwire.tls import certificate_spki_hash, server_options
 from tahoe.node.portswitch import PortSwitch, SwitchingEndpoint
 from tahoe.node.tub import tubid_bytes
@@ -69,9 +71,11 @@ class Served:
                       if p.is_file() and p.parts[-3] != "incoming")
 
 
-@pytest_twisted.async_yield_fixture(params=["foolscap", "https"])
+@pytest_twisted.async_yield_fixture(params=["foolscap", "https", "https+bulk"])
 async def served(request: Any, tmp_path: Path) -> AsyncIterator[Served]:
-    """A server on one port for both protocols (as a node runs it) and a client of each kind."""
+    """A server on one port for both protocols (as a node runs it) and a client of each kind
+    (HTTPS with and without its threaded connection for bulk data, which the tests' 300 kB
+    shares use)."""
     from twisted.internet import reactor
     from twisted.internet.endpoints import serverFromString
     storage_dir = tmp_path / "storage"
@@ -96,10 +100,14 @@ async def served(request: Any, tmp_path: Path) -> AsyncIterator[Served]:
     else:
         nurl = NURL(certificate_spki_hash(certificate), "127.0.0.1", port, swissnum)
         connection = PersistentConnection(endpoint_for(nurl, reactor), b"127.0.0.1", reactor)
-        client = HTTPSStorageClient(connection, swissnum.encode(), pipelining=True)
+        https = HTTPSStorageClient(
+            connection, swissnum.encode(), pipelining=True,
+            bulk=(lambda: ThreadedConnection("127.0.0.1", port, nurl.spki_hash, reactor))
+            if request.param == "https+bulk" else None)
+        client = https
 
         async def stop() -> None:
-            connection.stop()
+            https.stop()
     yield Served(client, server, storage_dir, server_tub, switch, stop)
     await stop()
     if server_tub.running:
@@ -271,3 +279,47 @@ async def test_reading_every_share_follows_changes(served: Served) -> None:
     assert await client.slot_readv(SI, [], [(0, 10)]) == {1: [b"one"], 2: [b"two"]}
     assert await client.slot_readv(SI, [], [(0, 2), (1, 2)]) == {
         1: [b"on", b"ne"], 2: [b"tw", b"wo"]}
+
+
+@pytest_twisted.ensureDeferred
+async def test_large_shares(served: Served) -> None:
+    """A 300 kB share written in two pieces (after the allocation answered: over HTTPS with a
+    bulk connection, the second piece goes on it) reads back whole and in ranges."""
+    data = os.urandom(300_000)
+    allocation = served.client.allocate_buckets(SI, RENEW, CANCEL, {4}, len(data))
+    writer = allocation.writers[4]
+    await writer.write(0, data[:1000])
+    await allocation.answer
+    await writer.write(1000, data[1000:])
+    await writer.close()
+    reader = (await served.client.get_buckets(SI))[4]
+    assert await reader.read(0, 400_000) == data
+    assert await reader.read(150_000, 140_000) == data[150_000:290_000]
+
+
+@pytest_twisted.ensureDeferred
+async def test_bulk_connection_pins_the_key(tmp_path: Path) -> None:
+    """The threaded connection refuses a server whose key is not the pinned one."""
+    from twisted.internet import reactor
+    from twisted.internet.endpoints import serverFromString
+    tub = new_tub()
+    port = free_port()
+    switch = PortSwitch(reactor)
+    tub.listenOn(SwitchingEndpoint(serverFromString(reactor, f"tcp:{port}:interface=127.0.0.1"),
+                                   switch))
+    server = StorageServer(tmp_path / "s", tubid_bytes(tub), reactor, application_version=b"x")
+    switch.serve_https(TLSMemoryBIOFactory(server_options(tub.myCertificate), False,
+                                           HTTP1ServerFactory(StorageHTTPApplication(
+                                               server, b"swiss"), reactor)))
+    try:
+        wrong = ThreadedConnection("127.0.0.1", port, "A" * 43, reactor)
+        assert isinstance(await _failure(wrong.request(b"GET", b"/storage/v1/version")),
+                          PinMismatch)
+        right = ThreadedConnection("127.0.0.1", port, certificate_spki_hash(tub.myCertificate),
+                                   reactor)
+        answer = await right.request(b"GET", b"/storage/v1/version")
+        assert answer.status == 401  # reached the server; no Authorization was sent
+        right.stop()
+    finally:
+        await tub.stopService()
+        switch.stop()

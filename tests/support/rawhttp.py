@@ -48,9 +48,11 @@ class RawConnection:
     host: str
     port: int
     timeout: float = 10.0
+    alpn: tuple[str, ...] = ()
     _sock: ssl.SSLSocket | None = None
     _buffer: bytearray = field(default_factory=bytearray)
     spki_hash: str = ""
+    selected_alpn: str | None = None
 
     def __post_init__(self) -> None:
         self.reconnect()
@@ -61,8 +63,15 @@ class RawConnection:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
+        if self.alpn:
+            context.set_alpn_protocols(list(self.alpn))
         raw = socket.create_connection((self.host, self.port), timeout=self.timeout)
-        self._sock = context.wrap_socket(raw)
+        try:
+            self._sock = context.wrap_socket(raw)
+        except BaseException:
+            raw.close()
+            raise
+        self.selected_alpn = self._sock.selected_alpn_protocol()
         self._buffer = bytearray()
         der = self._sock.getpeercert(binary_form=True)
         self.spki_hash = spki_hash_of(x509.load_der_x509_certificate(der)) if der else ""

@@ -20,6 +20,7 @@ from twisted.python import log
 from twisted.python.failure import Failure
 
 from ..httpwire.client import PersistentConnection
+from ..httpwire.threaded import ThreadedConnection
 from ..httpwire.tls import PinnedCertificate
 from ..util.errors import BadNURL
 from ..util.nurl import NURL, parse_nurl
@@ -78,7 +79,7 @@ class HTTPSConnector:
         self._index = 0
         self._delay = RETRY_FIRST
         self._timer: Any = None
-        self._connection: PersistentConnection | None = None
+        self._client: HTTPSStorageClient | None = None
         self._stopped = False
         self.nurl: NURL = handle.nurls[0]
         self.last_error: str | None = None
@@ -103,18 +104,22 @@ class HTTPSConnector:
             return
         nurl = self._handle.nurls[self._index % len(self._handle.nurls)]
         self.nurl = nurl
-        connection = PersistentConnection(endpoint_for(nurl, self._clock),
+        reactor = self._clock
+        connection = PersistentConnection(endpoint_for(nurl, reactor),
                                           f"{nurl.host}:{nurl.port}".encode("ascii"),
-                                          self._clock, on_lost=self._lost,
+                                          reactor, on_lost=lambda _: self._lost(client),
                                           response_timeout=RESPONSE_TIMEOUT)
-        self._connection = connection
-        client = HTTPSStorageClient(connection, nurl.swissnum_bytes, pipelining=False)
+        client = HTTPSStorageClient(
+            connection, nurl.swissnum_bytes, pipelining=False,
+            bulk=lambda: ThreadedConnection(nurl.host.strip("[]"), nurl.port, nurl.spki_hash,
+                                            reactor, response_timeout=RESPONSE_TIMEOUT))
+        self._client = client
         d = client.get_version()
         d.addCallbacks(self._connected, self._failed, callbackArgs=(client,),
-                       errbackArgs=(connection,))
+                       errbackArgs=(client,))
 
     def _connected(self, version: dict, client: HTTPSStorageClient) -> None:
-        if self._stopped or client.connection is not self._connection:
+        if self._stopped or client is not self._client:
             return
         client.pipelining = takes_pipelining(version)
         self._delay = RETRY_FIRST
@@ -140,13 +145,12 @@ class HTTPSConnector:
             if self._handle.storage is client:
                 log.msg(f"version from {self._handle.nickname!r} failed: "
                         f"{failure.getErrorMessage()}")
-                client.connection.stop()
-                self._lost(client.connection)
+                self._lost(client)
         d.addCallbacks(got, failed)
 
-    def _failed(self, failure: Failure, connection: PersistentConnection) -> None:
-        connection.stop()
-        if self._stopped or connection is not self._connection:
+    def _failed(self, failure: Failure, client: HTTPSStorageClient) -> None:
+        client.stop()
+        if self._stopped or client is not self._client:
             return
         self.last_error = failure.getErrorMessage()
         log.msg(f"HTTPS storage server {self._handle.nickname!r} at "
@@ -154,11 +158,11 @@ class HTTPSConnector:
         self._index += 1
         self._retry()
 
-    def _lost(self, connection: PersistentConnection) -> None:
-        if self._stopped or connection is not self._connection:
+    def _lost(self, client: HTTPSStorageClient) -> None:
+        if self._stopped or client is not self._client:
             return
-        connection.stop()
-        self._connection = None
+        client.stop()
+        self._client = None
         handle = self._handle
         was_connected = handle.is_connected
         handle.storage = None
@@ -182,6 +186,6 @@ class HTTPSConnector:
         if self._timer is not None and self._timer.active():
             self._timer.cancel()
         self._timer = None
-        if self._connection is not None:
-            self._connection.stop()
-            self._connection = None
+        if self._client is not None:
+            self._client.stop()
+            self._client = None

@@ -14,13 +14,14 @@ its last byte arrives (that write is answered 201), so a writer's
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from twisted.internet.defer import Deferred, DeferredList, fail, succeed
 from twisted.python.failure import Failure
 
 from ..httpwire.client import HTTPClientError, HTTPResponse, PersistentConnection
+from ..httpwire.threaded import ThreadedConnection
 from ..storage import http_messages as messages
 from ..storage.http_messages import MessageError, Secret
 from ..util import base32
@@ -33,6 +34,8 @@ UPLOAD_SECRET_SIZE = 20
 MAX_CBOR_ANSWER = 64 * 1024 * 1024
 #: Mutable storage indexes whose share numbers are remembered, per server.
 KNOWN_SLOTS = 4096
+#: Share data of at least this many bytes goes on the bulk connection.
+BULK_BYTES = 128 * 1024
 _CBOR = messages.CBOR.encode("ascii")
 
 
@@ -53,14 +56,21 @@ class HTTPSStorageClient:
     :param connection: the kept-open connection to the server.
     :param swissnum: the storage service's secret name (from the NURL).
     :param pipelining: whether writes may follow an allocation before its answer.
+    :param bulk: makes a second connection, run by a thread of its own
+        (``httpwire.threaded``), for share data of at least :data:`BULK_BYTES`:
+        writes once their allocation has answered, and reads. None: everything
+        goes on ``connection``.
     """
 
     transport = "https"
 
     def __init__(self, connection: PersistentConnection, swissnum: bytes,
-                 pipelining: bool = True) -> None:
+                 pipelining: bool = True,
+                 bulk: Callable[[], ThreadedConnection] | None = None) -> None:
         self.connection = connection
         self.pipelining = pipelining
+        self._make_bulk = bulk
+        self._bulk: ThreadedConnection | None = None
         self._authorization = (b"authorization", messages.authorization(swissnum))
         #: Share numbers of mutable storage indexes seen lately (most recent last).
         self._known_slots: dict[str, frozenset[int]] = {}
@@ -68,10 +78,19 @@ class HTTPSStorageClient:
     # -- plumbing
 
     def request(self, method: bytes, path: str, headers: list[tuple[bytes, bytes]] | None = None,
-                body: bytes = b"", max_body: int = MAX_CBOR_ANSWER) -> Deferred:
-        """Send one request; fires with the :class:`HTTPResponse` (transport errors: ``ServerGone``)."""
+                body: bytes = b"", max_body: int = MAX_CBOR_ANSWER, *,
+                bulk: bool = False) -> Deferred:
+        """Send one request; fires with the :class:`HTTPResponse` (transport errors: ``ServerGone``).
+
+        :param bulk: send it on the bulk connection, if there is one.
+        """
         all_headers = [self._authorization, *(headers or [])]
-        d = self.connection.request(method, path.encode("ascii"), all_headers, body, max_body)
+        connection: PersistentConnection | ThreadedConnection = self.connection
+        if bulk and self._make_bulk is not None:
+            if self._bulk is None or self._bulk.failed is not None:
+                self._bulk = self._make_bulk()
+            connection = self._bulk
+        d = connection.request(method, path.encode("ascii"), all_headers, body, max_body)
         d.addErrback(_gone)
         return d
 
@@ -94,6 +113,13 @@ class HTTPSStorageClient:
             return decode(response.body)
         except MessageError as error:
             raise ServerRefused(f"{what}: malformed answer: {error}") from None
+
+    def stop(self) -> None:
+        """Close both connections."""
+        self.connection.stop()
+        if self._bulk is not None:
+            self._bulk.stop()
+            self._bulk = None
 
     # -- general
 
@@ -168,7 +194,8 @@ class HTTPSStorageClient:
             return succeed(b"")
         d = self.request(b"GET", f"/storage/v1/{kind}/{si}/{shnum}",
                          [(b"range", messages.format_range(offset, offset + length))],
-                         max_body=max(length, 65536))  # room for an error's text too
+                         max_body=max(length, 65536),  # room for an error's text too
+                         bulk=length >= BULK_BYTES)
 
         def answered(response: HTTPResponse) -> bytes:
             if response.status == 204:
@@ -333,10 +360,12 @@ class _Writer:
         if self._refusal is not None:
             return fail(self._refusal)
         self._outstanding += 1
+        # Bulk data goes on the thread's connection, but only once the allocation answered:
+        # before that it must follow the allocation on the same connection.
         d = self._client.request(b"PATCH", self._path, [
             self._secret_header, (b"accept", _CBOR),
             (b"content-range", messages.format_content_range(offset, offset + len(data), None))],
-            data, max_body=64 * 1024)
+            data, max_body=64 * 1024, bulk=len(data) >= BULK_BYTES and self._allocated is True)
 
         def answered(response: HTTPResponse) -> None:
             if response.status == 201:

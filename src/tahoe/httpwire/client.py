@@ -27,6 +27,7 @@ from twisted.internet.protocol import Protocol
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from .deadline import Deadline
 from .tcp import set_no_delay
 
 #: Default largest answer body accepted (bytes).
@@ -93,7 +94,7 @@ class HTTP1ClientProtocol(Protocol):
         self._response_timeout = response_timeout
         self._parser = httptools.HttpResponseParser(self)
         self._pending: deque[_Pending] = deque()
-        self._timer: Any = None
+        self._deadline = Deadline(clock, self._timed_out)
         self.closing = False
         self.connected_deferred: Deferred = Deferred()
         self.lost_deferred: Deferred = Deferred()
@@ -159,13 +160,14 @@ class HTTP1ClientProtocol(Protocol):
                        else ProtocolViolation(f"malformed HTTP answer: {cause}"))
             return
         if self._pending:
-            self._arm_timer()
+            self._deadline.touch()
+        else:
+            self._deadline.stop()
 
     def connectionLost(self, reason: Failure = None) -> None:  # noqa: N802 (Twisted)
         """Fail what is still waiting."""
         self.closing = True
-        if self._timer is not None and self._timer.active():
-            self._timer.cancel()
+        self._deadline.stop()
         self._fail_all(ConnectionGone(f"connection lost: {reason.getErrorMessage()}"
                                       if reason is not None else "connection lost"))
         if not self.connected_deferred.called:
@@ -206,13 +208,9 @@ class HTTP1ClientProtocol(Protocol):
     # -- timeouts
 
     def _arm_timer(self) -> None:
-        if self._timer is not None and self._timer.active():
-            self._timer.reset(self._response_timeout)
-        else:
-            self._timer = self._clock.callLater(self._response_timeout, self._timed_out)
+        self._deadline.start(self._response_timeout)
 
     def _timed_out(self) -> None:
-        self._timer = None
         if self._pending:
             self.abort(ResponseTimeout(f"no answer for {self._response_timeout:g} s"))
 

@@ -28,11 +28,13 @@ from typing import Any, Protocol as TypingProtocol
 import httptools
 from attrs import define, field, frozen
 from twisted.internet.defer import Deferred
-from twisted.internet.interfaces import IPushProducer, IReactorTime
+from twisted.internet.interfaces import IProtocolNegotiationFactory, IPushProducer, IReactorTime
 from twisted.internet.protocol import Factory, Protocol
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
+
+from .deadline import Deadline
 
 REASONS = {
     100: b"Continue", 200: b"OK", 201: b"Created", 204: b"No Content", 206: b"Partial Content",
@@ -275,7 +277,8 @@ class HTTP1ServerProtocol(Protocol):
         self._buffered = 0
         self._paused = False
         self._closing = False
-        self._timer: Any = None
+        self._deadline = Deadline(clock, self._timed_out)
+        self._timeout_kind: float | None = None
         self._scope = ConnectionScope()
 
     # -- connection
@@ -287,8 +290,7 @@ class HTTP1ServerProtocol(Protocol):
     def connectionLost(self, reason: Failure = None) -> None:  # noqa: N802 (Twisted)
         """Forget everything in flight."""
         self._closing = True
-        if self._timer is not None and self._timer.active():
-            self._timer.cancel()
+        self._deadline.stop()
         self._exchanges.clear()
         self._scope.close()
 
@@ -540,6 +542,8 @@ class HTTP1ServerProtocol(Protocol):
             self.transport.resumeProducing()
 
     def _arm_timer(self) -> None:
+        """Activity: the applicable timeout (idle, request, or none while we answer) runs
+        from now."""
         if self._closing:
             return
         busy = self._parsing is not None or bool(self._exchanges)
@@ -549,12 +553,14 @@ class HTTP1ServerProtocol(Protocol):
             timeout = self._limits.request_timeout
         else:
             timeout = self._limits.idle_timeout
-        if self._timer is not None and self._timer.active():
-            self._timer.cancel()
-        self._timer = None if timeout is None else self._clock.callLater(timeout, self._timed_out)
+        if timeout == self._timeout_kind and timeout is not None:
+            self._deadline.touch()
+        else:
+            self._timeout_kind = timeout
+            self._deadline.start(timeout)
 
     def _timed_out(self) -> None:
-        self._timer = None
+        self._timeout_kind = None
         if self._parsing is not None and self._parsing.request is None:
             self._fail(HTTPError(408, "request timed out", close=True))
         else:
@@ -572,14 +578,22 @@ class _Closed:
         return False
 
 
+@implementer(IProtocolNegotiationFactory)
 class HTTP1ServerFactory(Factory):
-    """Makes :class:`HTTP1ServerProtocol` instances for one application."""
+    """Makes :class:`HTTP1ServerProtocol` instances for one application.
+
+    Under TLS it takes ALPN ``http/1.1`` (and nothing else), as Tahoe 1.20's server does.
+    """
 
     def __init__(self, application: Application, clock: IReactorTime,
                  limits: Limits | None = None) -> None:
         self._application = application
         self._clock = clock
         self._limits = limits or Limits()
+
+    def acceptableProtocols(self) -> list[bytes]:  # noqa: N802 (Twisted)
+        """The ALPN protocols offered to TLS clients."""
+        return [b"http/1.1"]
 
     def buildProtocol(self, addr: Any) -> HTTP1ServerProtocol:  # noqa: N802 (Twisted)
         """A protocol for one connection."""

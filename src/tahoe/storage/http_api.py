@@ -12,11 +12,11 @@ may send an allocation and the share's writes without waiting. A write's
 body goes to the share file as it arrives; the write that completes a
 share closes it (201), and only then can it be listed or read.
 
-An upload is tied to the connection that allocated it, as Foolscap ties it
-to the uploader's canary: if that connection closes before the share is
-complete, the share is aborted, unless a write for it has come over another
-connection since (a client moving between pooled connections). Tahoe 1.20
-leaves such shares until the 30-minute inactivity timeout.
+An upload is tied to the connections its requests came over, as Foolscap
+ties it to the uploader's canary: once every one of them has closed before
+the share is complete, the share is aborted. (A client may use several
+connections, ours one for requests and one for bulk data, Tahoe's a pool.)
+Tahoe 1.20 leaves such shares until the 30-minute inactivity timeout.
 """
 from __future__ import annotations
 
@@ -198,12 +198,30 @@ class _ShareWrite:
 
 @define
 class _Upload:
-    """A share being uploaded, its upload secret, and the connection that allocated it
-    (None once a write came on another connection)."""
+    """A share being uploaded, its upload secret, and the connections that carried its
+    requests (while one of them is open, the client is taken to be there)."""
 
     writer: BucketWriter
     secret: bytes
-    connection: ConnectionScope | None
+    connections: set[ConnectionScope]
+
+    def uses(self, connection: ConnectionScope) -> None:
+        """A request for this upload came over ``connection``."""
+        if connection not in self.connections:
+            self.connections.add(connection)
+            connection.on_close(self.writer, lambda: self.closed(connection))
+
+    def closed(self, connection: ConnectionScope) -> None:
+        """One of its connections closed: once none is left, abort (as Foolscap's canary)."""
+        self.connections.discard(connection)
+        if not self.connections:
+            self.writer.abort()
+
+    def forget(self) -> None:
+        """The upload ended: its connections need not tell."""
+        for connection in self.connections:
+            connection.forget(self.writer)
+        self.connections.clear()
 
 
 class StorageHTTPApplication:
@@ -341,10 +359,9 @@ class StorageHTTPApplication:
                 storage_index, secrets[Secret.LEASE_RENEW], secrets[Secret.LEASE_CANCEL],
                 set(wanted.share_numbers), wanted.allocated_size)
             for shnum, writer in writers.items():
-                self._uploads[(storage_index, shnum)] = _Upload(writer, secrets[Secret.UPLOAD],
-                                                                request.connection)
-                # Like Foolscap's canary: an upload whose client went away is aborted.
-                request.connection.on_close(writer, writer.abort)
+                upload = _Upload(writer, secrets[Secret.UPLOAD], set())
+                upload.uses(request.connection)
+                self._uploads[(storage_index, shnum)] = upload
             return Response(200, CBOR_HEADERS, messages.encode_allocation(already, writers))
         return self._cbor_body(request, ALLOCATE_BODY, answer)
 
@@ -366,10 +383,7 @@ class StorageHTTPApplication:
         upload = self._upload(storage_index, shnum, secrets[Secret.UPLOAD])
         if upload is None:
             raise HTTPError(404, "no upload in progress for this share")
-        if upload.connection is not None and upload.connection is not request.connection:
-            # The client carries on over another connection: the first one's end means nothing.
-            upload.connection.forget(upload.writer)
-            upload.connection = None
+        upload.uses(request.connection)
         if stop > upload.writer.allocated_size:
             raise HTTPError(413, f"the write ends past the allocated size "
                                  f"({upload.writer.allocated_size})")
@@ -408,8 +422,7 @@ class StorageHTTPApplication:
         upload = self._uploads.get(key)
         if upload is not None and upload.writer is writer:
             del self._uploads[key]
-            if upload.connection is not None:
-                upload.connection.forget(writer)
+            upload.forget()
 
     def _list_immutable(self, request: Request, secrets: dict, storage_index: bytes) -> _Buffered:
         self._check_accept(request)
