@@ -160,9 +160,28 @@ def run(argv: list[str], stdout: TextIO, stderr: TextIO,
     return code
 
 
+#: The exit status of a command whose reader went away (128 + SIGPIPE, as a shell reports
+#: a Unix tool killed by the signal).
+EXIT_BROKEN_PIPE = 141
+
+
 def main() -> None:
-    """Console-script entry point."""
-    sys.exit(run(sys.argv[1:], sys.stdout, sys.stderr, os.environ))
+    """Console-script entry point.
+
+    When the reader of stdout goes away (``tahoe manifest | head``), the command
+    stops quietly, as Unix tools do, instead of printing a ``BrokenPipeError``
+    traceback: the rest of its output would go nowhere.
+    """
+    try:
+        code = run(sys.argv[1:], sys.stdout, sys.stderr, os.environ)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Python flushes stdout again at exit: point it at /dev/null first.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        code = EXIT_BROKEN_PIPE
+    sys.exit(code)
 
 
 if __name__ == "__main__":
