@@ -47,6 +47,10 @@ SUBCOMMANDS: Mapping[str, str] = {
     "manifest": "tahoe.cli.manifest",
     "stats": "tahoe.cli.stats",
     "admin": "tahoe.cli.admin",
+    "status": "tahoe.cli.status",
+    "webopen": "tahoe.cli.webopen",
+    "backup": "tahoe.cli.backup",
+    "debug": "tahoe.cli.debug",
 }
 _SUMMARIES = {
     "create-node": "Create a node that acts as a client, server or both.",
@@ -70,7 +74,11 @@ _SUMMARIES = {
     "deep-check": "Check all files and directories reachable from a starting point.",
     "manifest": "List all files and directories reachable from a starting point.",
     "stats": "Print statistics about all files and directories under a starting point.",
-    "admin": "Administrative commands (migrate-crawler).",
+    "admin": "Administrative commands (generate-keypair, derive-pubkey, migrate-crawler).",
+    "status": "Various status information.",
+    "webopen": "Open a web browser to a grid file or directory.",
+    "backup": "Make target dir look like local dir.",
+    "debug": "Debug commands: dump-share, dump-cap, find-shares, catalog-shares, corrupt-share.",
 }
 _FLAGS = frozenset({"-V", "--version", "--version-and-path", "-h", "--help", "-q", "--quiet"})
 _VALUE_OPTIONS = frozenset({"--node-directory", "--wormhole-server", "--wormhole-invite-appid",
@@ -79,7 +87,7 @@ EXIT_USAGE = 1
 #: Subcommands whose parsers accept a (hidden) ``--quiet`` forwarded from the global ``-q``.
 _TAKES_QUIET = frozenset({"put", "get", "mkdir", "add-alias", "create-alias", "list-aliases",
                           "ls", "cp", "unlink", "rm", "mv", "ln", "check", "deep-check",
-                          "manifest", "stats"})
+                          "manifest", "stats", "webopen", "backup"})
 
 
 class _UsageError(Exception):

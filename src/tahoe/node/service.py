@@ -41,12 +41,13 @@ from ..web.status import StatusResource
 from ..web.storage_status import StorageStatusResource
 from ..web.named import NamedFileRoot
 from ..web.operations import OperationsResource
+from ..web.private import PrivateResource
 from ..web.unlinked import URIResource
 from ..web.server import start_web_server
 from .config import INTRODUCER
 from .fileutil import write_atomically
-from .identity import (load_or_create_permutation_seed, load_or_create_signing_key,
-                       next_announcement_seqnum)
+from .identity import (create_api_auth_token, load_or_create_permutation_seed,
+                       load_or_create_signing_key, next_announcement_seqnum)
 from .nodedir import NodeDirectory
 from .portswitch import PortSwitch
 from .tub import create_outbound_tub, create_tub, listen, register_persistent, tubid_bytes
@@ -205,6 +206,8 @@ class Node:
                 client.publish("storage", signed)
             client.start()
 
+        # A new API token at every start, as Tahoe (tahoe status and /private read it).
+        token = create_api_auth_token(self.basedir)
         if self.config.web_port:
             nodeid = key.public_key.server_id
             root = WelcomeResource(
@@ -219,6 +222,7 @@ class Node:
             root.putChild(b"statistics", StatisticsResource(self.stats.document))
             root.putChild(b"status", StatusResource(self.client.history))
             root.putChild(b"operations", OperationsResource(uri.gateway.operations))
+            root.putChild(b"private", PrivateResource(token))
             crawlers = (self.crawlers[0], self.crawlers[1]) if self.crawlers else None
             root.putChild(b"storage", StorageStatusResource(
                 (self.nickname, nodeid), self.stats.document, crawlers,
