@@ -43,6 +43,15 @@ def live_pids(grid_dir: Path) -> list[int]:
             and process_alive(int(node["pid"]), node.get("start_time"))]  # type: ignore[arg-type]
 
 
+def run_in_foreground(grid_dir: Path) -> subprocess.Popen[str]:
+    """``tahoe grid run DIR`` of the module's grid (skipping the test if it was not made)."""
+    if not (grid_dir / "grid.json").exists():
+        pytest.skip("needs the grid made by test_start_status_stop")
+    return subprocess.Popen([str(our_tahoe()), "grid", "run", str(grid_dir)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
 def test_start_status_stop(grid_dir: Path) -> None:
     """start creates and starts the grid, status shows it, stop ends every node process."""
     started = time.monotonic()
@@ -87,11 +96,7 @@ def test_start_status_stop(grid_dir: Path) -> None:
 
 def test_run_in_foreground_until_sigint(grid_dir: Path) -> None:
     """grid run restarts the existing grid, serves until SIGINT, then stops every node."""
-    if not (grid_dir / "grid.json").exists():
-        pytest.skip("needs the grid made by test_start_status_stop")
-    runner = subprocess.Popen([str(our_tahoe()), "grid", "run", str(grid_dir)],
-                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
+    runner = run_in_foreground(grid_dir)
     try:
         assert runner.stdout is not None
         lines = []
@@ -209,11 +214,7 @@ def test_start_completes_a_partly_running_grid_and_restart(grid_dir: Path) -> No
 def test_foreground_grid_survives_a_node_and_takes_back_its_restart(grid_dir: Path) -> None:
     """grid run keeps serving when a storage node exits (naming it, with how to bring it
     back), takes over the node restart starts, and stops it with the rest on SIGINT."""
-    if not (grid_dir / "grid.json").exists():
-        pytest.skip("needs the grid made by test_start_status_stop")
-    runner = subprocess.Popen([str(our_tahoe()), "grid", "run", str(grid_dir)],
-                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
+    runner = run_in_foreground(grid_dir)
     try:
         assert runner.stdout is not None and runner.stderr is not None
         for line in runner.stdout:
