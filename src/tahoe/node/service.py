@@ -118,6 +118,7 @@ class Node:
         self.storage_client_tub: Tub | None = None
         self.client: ClientServices | None = None
         self.web_port: Any = None
+        self.sftp_port: Any = None
         self.stats: NodeStatistics | None = None
         self.crawlers: list[Any] = []
         self.nickname = "" if self.config.nickname == "<unspecified>" else self.config.nickname
@@ -229,6 +230,14 @@ class Node:
                 self.clock))
             self.web_port = await start_web_server(self.reactor, self.config.web_port, root,
                                                    self.basedir)
+        sftpd = self.config.sftpd
+        if sftpd.enabled:
+            # Twisted Conch is imported only by nodes that serve SFTP.
+            from ..frontends.sftp_service import start_sftp
+            assert sftpd.host_pubkey_file and sftpd.host_privkey_file and sftpd.accounts_file
+            self.sftp_port = await start_sftp(
+                self.reactor, str(self.basedir), sftpd.port, sftpd.host_pubkey_file,
+                sftpd.host_privkey_file, sftpd.accounts_file, self.client)
 
     def _start_storage(self, key: Any) -> tuple[bytes, bytes, bytes]:
         assert self.tub is not None
@@ -303,6 +312,8 @@ class Node:
             self.broker.stop()
         if self.web_port is not None:
             await self.web_port.stopListening()
+        if self.sftp_port is not None:
+            await self.sftp_port.stopListening()
         if self.storage_client_tub is not None:
             await self.storage_client_tub.stopService()
         if self.tub is not None:
