@@ -268,9 +268,12 @@ def verify_share_without_cap(storage_index: bytes, shnum: int, share: bytes) -> 
     rest would pass.
 
     :returns: the problems found; empty when the share agrees with itself.
+    :raises ShareVersionUnknown: or :class:`LayoutInvalid`, when the header itself is not
+        one of a share of a known version: such bytes may be a format this version does
+        not know, and are not judged.
     """
+    layout = parse_header(share[:MAX_HEADER_SIZE])
     try:
-        layout = parse_header(share[:MAX_HEADER_SIZE])
         start = layout.uri_extension + layout.ueb_length_size
         length = layout.parse_ueb_length(share[layout.uri_extension:start])
         ueb_data = share[start:start + min(length, MAX_UEB_READ)]

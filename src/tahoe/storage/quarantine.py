@@ -10,14 +10,17 @@ server can check without the cap). A share that fails is moved, with its
 leases, to ``corrupt-shares/<SI>.<shnum>.<time>`` beside ``shares/``, where
 the operator can look at it; the server then no longer holds that share, so
 the repairer's upload puts a good copy in its place. A share that passes
-stays: a client cannot make a server drop a good share. Shares larger than
-:data:`VERIFY_LIMIT` are left alone (the check runs on the reactor).
+stays: a client cannot make a server drop a good share. So do bytes whose
+header is not one of a known share version (they may be of a format this
+version does not know), and shares larger than :data:`VERIFY_LIMIT` (the
+check runs on the reactor).
 """
 from __future__ import annotations
 
 import os
 
 from ..immutable.decoder import verify_share_without_cap
+from ..immutable.errors import ImmutableFormatError
 from . import disk
 from .errors import ContainerError
 from .immutable_container import ImmutableContainer
@@ -46,7 +49,10 @@ def quarantine_if_corrupt(storage_root: str, storage_index: bytes, shnum: int,
             data = container.read_share_data(0, container.data_length)
     except (OSError, ContainerError):  # gone, or not an immutable share: keep as is
         return None
-    problems = verify_share_without_cap(storage_index, shnum, data)
+    try:
+        problems = verify_share_without_cap(storage_index, shnum, data)
+    except ImmutableFormatError:  # no header of a known share version: not ours to judge
+        return None
     if problems:
         target = os.path.join(storage_root, QUARANTINE_DIR)
         os.makedirs(target, exist_ok=True)
