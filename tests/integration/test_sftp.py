@@ -126,6 +126,39 @@ def test_large_file_round_trip(sftp_node: SFTPNode) -> None:
     assert (sftp_node.workdir / "large.back").read_bytes() == local.read_bytes()
 
 
+def test_a_cut_off_upload_replaces_nothing(sftp_node: SFTPNode) -> None:
+    """When the client goes away in the middle of a put, the file it was writing over keeps
+    its old contents (half a file is never stored)."""
+    (sftp_node.workdir / "keep.bin").write_bytes(b"the old contents\n")
+    assert sftp(sftp_node, "alice", "put keep.bin\n").returncode == 0
+    log = sftp_node.workdir / "logs" / "sftp-client.log"
+    logouts = log.read_text().count("SFTP user 'alice' logged out")
+    (sftp_node.workdir / "huge.bin").write_bytes(os.urandom(1_000_000) * 200)
+    batch = sftp_node.workdir / "cut-batch"
+    batch.write_text("put huge.bin keep.bin\n")
+    client = subprocess.Popen(
+        ["sftp", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+         "-o", "LogLevel=ERROR", "-o", "BatchMode=yes", "-i", str(sftp_node.key),
+         "-P", str(sftp_node.port), "-b", str(batch), "alice@127.0.0.1"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=sftp_node.workdir)
+    time.sleep(0.5)
+    assert client.poll() is None, "the put ended before it could be cut off"
+    client.kill()
+    client.wait(timeout=60)
+    deadline = time.monotonic() + 60
+    while log.read_text().count("SFTP user 'alice' logged out") == logouts:
+        assert time.monotonic() < deadline, "the node did not notice the lost connection"
+        time.sleep(0.1)
+    api = WebAPI(sftp_node.gateway.url)
+    while api.ok("GET", "/status?t=json").json()["active"]:  # no store under way
+        assert time.monotonic() < deadline, "the node stayed busy"
+        time.sleep(0.1)
+    assert api.read(sftp_node.root, "keep.bin") == b"the old contents\n"
+    result = sftp(sftp_node, "alice", "ls -l\nrm keep.bin\n")
+    assert result.returncode == 0 and "huge.bin" not in result.stdout
+
+
 def test_passwords_and_wrong_credentials(sftp_node: SFTPNode, tmp_path: Path) -> None:
     """A password account logs in; a wrong password or an unknown key is refused by SSH
     (exit status 255, 'Permission denied') without hanging."""

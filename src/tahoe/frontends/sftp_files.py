@@ -128,6 +128,8 @@ class WriteHandle:
         self._closed = False
         #: The client asked to close: its contents are on their way to the grid.
         self.closing = False
+        #: The connection ended before the client closed the file: it is dropped.
+        self.abandoned = False
         self._when_closed: list[Deferred] = []
         spool.seek(0, 2)
         self.size = spool.tell()
@@ -159,8 +161,14 @@ class WriteHandle:
             self._spool.truncate(attrs["size"])
             self.size = attrs["size"]
 
+    def abandon(self) -> None:
+        """The connection is gone with the file still open: whatever was written is
+        dropped at the close that follows (half a file never replaces a whole one)."""
+        if not self.closing:
+            self.abandoned = True
+
     def close(self) -> Deferred:
-        """Store the file on the grid (once), then answer."""
+        """Store the file on the grid (once; not if abandoned), then answer."""
         self.closing = True
 
         async def close() -> None:
@@ -169,7 +177,8 @@ class WriteHandle:
             self._closed = True
             try:
                 self._spool.flush()
-                await self._commit(self._spool, self.size)
+                if not self.abandoned:
+                    await self._commit(self._spool, self.size)
             finally:
                 self._spool.close()
                 waiting, self._when_closed = self._when_closed, []

@@ -109,7 +109,7 @@ class SFTPUser(ConchUser):
         self.username = username
         self.clock = clock
         self.channelLookup[b"session"] = session.SSHSession
-        self.subsystemLookup[b"sftp"] = filetransfer.FileTransferServer
+        self.subsystemLookup[b"sftp"] = _FileTransferServer
         #: Files open for writing, by path: they exist for the client from the open
         #: (sshfs asks for a new file's attributes at once), on the grid from the close.
         self.pending: dict[tuple[str, ...], WriteHandle] = {}
@@ -413,3 +413,21 @@ class SFTPUser(ConchUser):
 
     async def _unsupported(self, what: str) -> None:
         raise SFTPError(FX_OP_UNSUPPORTED, f"{what} are not supported")
+
+    def forget(self, handle: WriteHandle) -> None:
+        """Drop an abandoned file from :attr:`pending` (it never reaches the grid)."""
+        for key, pending in list(self.pending.items()):
+            if pending is handle:
+                del self.pending[key]
+
+
+class _FileTransferServer(filetransfer.FileTransferServer):
+    """Conch's SFTP server, except that files still open for writing when the connection
+    is lost are abandoned rather than stored (Conch closes them as if the client had)."""
+
+    def connectionLost(self, reason: Failure) -> None:  # noqa: N802 (Twisted)
+        for handle in list(self.openFiles.values()):
+            if isinstance(handle, WriteHandle):
+                handle.abandon()
+                self.client.forget(handle)
+        super().connectionLost(reason)
