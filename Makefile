@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test interop-env system-packages bench bench-compare bench-core bench-profile run clean
+.PHONY: test interop-env system-packages bench bench-compare bench-core bench-profile bench-backup run clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -29,6 +29,10 @@ test: $(STAMP) interop-env system-packages
 ## bench-core: encode throughput of the pure core (64 MiB) against zfec and AES alone
 bench-core: $(STAMP)
 	$(BIN)/python misc/bench/bench_core.py --json bench-core.json
+
+## bench-backup: tahoe backup of 10,000 files: first, unchanged (target <= 2 s), changed; and Tahoe 1.20's unchanged run
+bench-backup: $(STAMP) interop-env
+	$(BIN)/python misc/bench/bench_backup.py --compare --json bench-backup.json
 
 ## bench: the grid benchmark on our nodes (10 servers, 3-of-10): table on stdout, bench-grid.{json,png,md}
 bench: $(STAMP)

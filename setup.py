@@ -13,7 +13,7 @@ setup(
     packages=find_packages("src"),
     python_requires=">=3.11",
     install_requires=[
-        "twisted",
+        "twisted[conch]",  # conch: the SFTP frontend
         "foolscap",
         "zfec",
         "pycryptodome",

@@ -3,14 +3,20 @@
 Usage: ``python misc/run_demo.py [GRID_DIR] [--storage-nodes=N] [--size=BYTES]``
 
 1. runs ``tahoe grid run GRID_DIR`` (creating the grid the first time; default
-   ``./local-grid``, 10 storage nodes) and waits for its "Press Ctrl-C" line;
+   ``./local-grid``, 10 storage nodes; starting only the missing nodes of a
+   grid that partly runs) and waits for its "Press Ctrl-C" line; a grid that
+   runs already (another ``make run``, or ``tahoe grid start``) is only
+   reported, with its gateway, and nothing else is done;
 2. writes a sample file of pseudo-random bytes (``GRID_DIR/sample.bin``),
    uploads it with ``tahoe put``, downloads it with ``tahoe get`` and compares;
 3. prints the cap and the gateway URL, and keeps the grid serving until Ctrl-C
-   (or SIGTERM), then lets ``tahoe grid run`` stop every node.
+   (or SIGTERM), then lets ``tahoe grid run`` stop every node. A node that exits
+   meanwhile is reported and the rest keeps serving; ``tahoe grid restart
+   GRID_DIR NODE`` (in another terminal) brings it back.
 
-Works with stdin from /dev/null. Exit status: 0 if the round trip worked, 1 if
-it did not (the grid is still served until Ctrl-C), 2 if the grid did not start.
+Works with stdin from /dev/null. Exit status: 0 if the round trip worked (or the
+grid was running already), 1 if it did not (the grid is still served until
+Ctrl-C), 2 if the grid did not start.
 """
 from __future__ import annotations
 
@@ -50,6 +56,18 @@ def round_trip(client_dir: Path, sample: Path, copy: Path) -> str | None:
     return cap
 
 
+def already_running(grid_dir: Path) -> int:
+    """Say, in one line, that the grid runs already and where; exit status 0."""
+    try:
+        url = (grid_dir / "client" / "node.url").read_text().strip()
+    except OSError:
+        url = "(unknown)"
+    print(f"The local grid in {grid_dir} is already running (gateway {url}): use it, or stop"
+          f" it first (Ctrl-C where `make run` runs, or: tahoe grid stop {grid_dir}).",
+          flush=True)
+    return 0
+
+
 def main() -> int:
     """Run the demo; see the module docstring for the exit status."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -58,6 +76,9 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=3 * 1024 * 1024 + 12345)
     args = parser.parse_args()
     grid_dir = Path(args.grid_dir).resolve()
+    if (grid_dir / "grid.json").exists() and tahoe("grid", "status", str(grid_dir),
+                                                    timeout=60).returncode == 0:
+        return already_running(grid_dir)
 
     runner = subprocess.Popen(
         [*TAHOE, "grid", "run", str(grid_dir), f"--storage-nodes={args.storage_nodes}"],
@@ -69,6 +90,9 @@ def main() -> int:
     try:
         ready = False
         for line in runner.stdout:
+            if "is already running" in line:  # started meanwhile by someone else
+                runner.wait()
+                return already_running(grid_dir)
             print(line, end="", flush=True)
             if line.startswith("Press Ctrl-C"):
                 ready = True
@@ -87,7 +111,8 @@ def main() -> int:
         if cap is not None:
             print(f"Sample file cap: {cap}\nIn a browser: {url}uri/{cap.replace(':', '%3A')}",
                   flush=True)
-        print("Serving until Ctrl-C.", flush=True)
+        print("Serving until Ctrl-C. If a node exits, the rest keeps serving; bring it back"
+              f" with: tahoe grid restart {grid_dir} NODE", flush=True)
         for line in runner.stdout:  # the runner's last words, until it exits
             print(line, end="", flush=True)
         runner.wait()

@@ -22,6 +22,7 @@ CORE_FILES = [
     *(f"node/{name}.py" for name in ("__init__", "errors", "config", "settings", "values",
                                       "yaml_files")),
     "web/__init__.py", "web/json_shapes.py",
+    "frontends/__init__.py", "frontends/accounts.py", "frontends/sftp_paths.py",
     "cli/aliases.py", "cli/errors.py",
     *(f"stats/{name}.py" for name in ("__init__", "samples", "registry", "cpu", "openmetrics")),
 ]

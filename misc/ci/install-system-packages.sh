@@ -6,6 +6,10 @@
 #   chromium, chromium-driver
 #                headless browser tests of the web UI (tests/integration/test_browser.py);
 #                nothing ever downloads a browser or driver
+#   openssh-client, sshfs
+#                the SFTP frontend driven by OpenSSH's sftp and ssh-keygen, and mounted
+#                with sshfs where the machine allows FUSE mounts
+#                (tests/integration/test_sftp.py)
 #
 # systemd-analyze (package systemd) is used when present
 # (tests/shell/test_systemd_unit.py) and is not installed here.
@@ -42,6 +46,8 @@ missing=""
 command -v munin-run >/dev/null 2>&1 || [ -x /usr/sbin/munin-run ] || missing="$missing munin-node"
 [ -x /usr/bin/chromium ] || missing="$missing chromium"
 [ -x /usr/bin/chromedriver ] || missing="$missing chromium-driver"
+command -v sftp >/dev/null 2>&1 && command -v ssh-keygen >/dev/null 2>&1 || missing="$missing openssh-client"
+command -v sshfs >/dev/null 2>&1 || missing="$missing sshfs"
 
 if [ -z "$missing" ]; then
     stop_daemon
@@ -64,3 +70,4 @@ fi
 stop_daemon
 [ -x /usr/sbin/munin-run ] || { say "munin-run still missing after install"; exit 1; }
 [ -x /usr/bin/chromedriver ] || { say "chromedriver still missing after install"; exit 1; }
+command -v sftp >/dev/null 2>&1 || { say "sftp still missing after install"; exit 1; }

@@ -7,8 +7,10 @@ PID still running at the end.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +23,7 @@ from tests.support import webapi
 from tests.support.nodes import our_tahoe
 
 STORAGE_NODES = 3
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +41,15 @@ def live_pids(grid_dir: Path) -> list[int]:
     return [int(node["pid"]) for node in recorded_nodes(grid_dir)  # type: ignore[call-overload]
             if isinstance(node.get("pid"), int)
             and process_alive(int(node["pid"]), node.get("start_time"))]  # type: ignore[arg-type]
+
+
+def run_in_foreground(grid_dir: Path) -> subprocess.Popen[str]:
+    """``tahoe grid run DIR`` of the module's grid (skipping the test if it was not made)."""
+    if not (grid_dir / "grid.json").exists():
+        pytest.skip("needs the grid made by test_start_status_stop")
+    return subprocess.Popen([str(our_tahoe()), "grid", "run", str(grid_dir)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
 
 
 def test_start_status_stop(grid_dir: Path) -> None:
@@ -84,11 +96,7 @@ def test_start_status_stop(grid_dir: Path) -> None:
 
 def test_run_in_foreground_until_sigint(grid_dir: Path) -> None:
     """grid run restarts the existing grid, serves until SIGINT, then stops every node."""
-    if not (grid_dir / "grid.json").exists():
-        pytest.skip("needs the grid made by test_start_status_stop")
-    runner = subprocess.Popen([str(our_tahoe()), "grid", "run", str(grid_dir)],
-                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
+    runner = run_in_foreground(grid_dir)
     try:
         assert runner.stdout is not None
         lines = []
@@ -144,3 +152,94 @@ def test_bad_options(tmp_path: Path) -> None:
     assert result.returncode == 1 and b"holds no local grid (no grid.json)" in result.stderr
     result = tahoe("grid", "start", tmp_path / "g", "--shares=2-3-3")
     assert result.returncode == 1 and b"NEEDED/HAPPY/TOTAL" in result.stderr
+
+
+def node_pid(grid_dir: Path, name: str) -> int:
+    """The recorded PID of one node (it must be running)."""
+    (entry,) = [node for node in recorded_nodes(grid_dir) if node["name"] == name]
+    pid = entry["pid"]
+    assert isinstance(pid, int) and process_alive(pid), entry
+    return pid
+
+
+def stop_one(grid_dir: Path, name: str) -> int:
+    """SIGTERM one node by its recorded PID and wait until it is gone; its PID."""
+    pid = node_pid(grid_dir, name)
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    while process_alive(pid):
+        assert time.monotonic() < deadline, f"{name} did not stop"
+        time.sleep(0.05)
+    return pid
+
+
+def test_start_completes_a_partly_running_grid_and_restart(grid_dir: Path) -> None:
+    """start on a grid of which a node died starts only that node; restart NODE brings one
+    back (running or not); make run's script says once that a running grid runs."""
+    if not (grid_dir / "grid.json").exists():
+        pytest.skip("needs the grid made by test_start_status_stop")
+    assert tahoe("grid", "start", grid_dir).returncode == 0
+    try:
+        others = {name: node_pid(grid_dir, name) for name in ("introducer", "storage1",
+                                                               "storage3", "client")}
+        stop_one(grid_dir, "storage2")
+        status = tahoe("grid", "status", grid_dir)
+        assert status.returncode == 1 and b"tahoe grid restart" in status.stdout
+        again = tahoe("grid", "start", grid_dir)
+        assert again.returncode == 0, again.stderr
+        assert b"that are not running: storage2." in again.stdout
+        assert {name: node_pid(grid_dir, name) for name in others} == others
+        assert tahoe("grid", "status", grid_dir).returncode == 0
+
+        before = node_pid(grid_dir, "storage1")
+        restarted = tahoe("grid", "restart", grid_dir, "storage1")
+        assert restarted.returncode == 0, restarted.stderr
+        assert restarted.stdout.startswith(b"Stopped storage1.\nStarted storage1 (pid ")
+        assert node_pid(grid_dir, "storage1") != before and not process_alive(before)
+        assert tahoe("grid", "status", grid_dir).returncode == 0
+        unknown = tahoe("grid", "restart", grid_dir, "storage9")
+        assert unknown.returncode == 1 and b"has no node 'storage9'" in unknown.stderr
+
+        demo = subprocess.run([sys.executable, str(ROOT / "misc" / "run_demo.py"),
+                               str(grid_dir)], stdin=subprocess.DEVNULL, capture_output=True,
+                              text=True, timeout=GRID_TIMEOUT)
+        assert demo.returncode == 0, demo.stderr
+        assert demo.stdout.startswith(f"The local grid in {grid_dir} is already running")
+        assert demo.stdout.count("\n") == 1 and demo.stderr == ""
+    finally:
+        assert tahoe("grid", "stop", grid_dir).returncode == 0
+    assert live_pids(grid_dir) == []
+
+
+def test_foreground_grid_survives_a_node_and_takes_back_its_restart(grid_dir: Path) -> None:
+    """grid run keeps serving when a storage node exits (naming it, with how to bring it
+    back), takes over the node restart starts, and stops it with the rest on SIGINT."""
+    runner = run_in_foreground(grid_dir)
+    try:
+        assert runner.stdout is not None and runner.stderr is not None
+        for line in runner.stdout:
+            if line.startswith("Press Ctrl-C"):
+                break
+        gateway = (grid_dir / "client" / "node.url").read_text().strip()
+        cap = webapi.upload(gateway, b"still serving " * 100)
+        stop_one(grid_dir, "storage3")
+        report = ""
+        while "Bring it back with" not in report:
+            report += runner.stderr.readline()
+        assert report.startswith("Node storage3 exited")
+        assert f"tahoe grid restart {grid_dir} storage3" in report
+        assert runner.poll() is None
+        assert webapi.download(gateway, cap) == b"still serving " * 100  # 2 of 3 servers
+        assert tahoe("grid", "restart", grid_dir, "storage3").returncode == 0
+        restarted = node_pid(grid_dir, "storage3")
+        assert runner.stdout.readline() == f"Node storage3 is running again (pid {restarted}).\n"
+        pids = live_pids(grid_dir)
+        assert len(pids) == 5
+        runner.send_signal(signal.SIGINT)
+        rest, _ = runner.communicate(timeout=GRID_TIMEOUT)
+        assert runner.returncode == 0 and rest.endswith("Stopping the grid...\nStopped.\n")
+        assert [pid for pid in pids if process_alive(pid)] == []
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait()

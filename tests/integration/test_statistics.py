@@ -141,3 +141,39 @@ def test_formats(grid: StatsGrid) -> None:
     assert body.endswith(b"# EOF\n") and b"tahoe_stats_storage_server_disk_avail " in body
     content_type, body = fetch(base, method="POST")
     assert content_type.startswith("text/html") and b"Operational Statistics" in body
+
+
+def test_mutable_files_are_counted_and_listed(grid: StatsGrid) -> None:
+    """Publishing and reading a mutable file moves the mutable.* counters, shows on the
+    HTML page, and /status lists its mapupdate, publish and retrieve operations."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    before = grid.statistics("client")["counters"]
+    data = random.Random("mutable-counted").randbytes(3000)
+    request = urllib.request.Request(grid.client + "uri?format=MDMF", data=data, method="PUT")
+    with opener.open(request, timeout=30) as response:
+        cap = response.read().decode("ascii")
+    with opener.open(grid.client + "uri/" + urllib.request.quote(cap, safe=""),
+                     timeout=30) as response:
+        assert response.read() == data
+
+    counters = grid.statistics("client")["counters"]
+    for name, files, size in (("published", 1, len(data)), ("retrieved", 1, len(data))):
+        assert counters[f"mutable.files_{name}"] >= before.get(f"mutable.files_{name}", 0) + files
+        assert counters[f"mutable.bytes_{name}"] >= before.get(f"mutable.bytes_{name}", 0) + size
+    _, page = fetch(grid.client + "statistics")
+    assert b"Mutable files published</th><td>0 files" not in page
+
+    with opener.open(grid.client + "status?t=json", timeout=30) as response:
+        import json
+        recent = json.loads(response.read())["recent"]
+    from tahoe.caps.parse import parse_cap
+    from tahoe.util import base32
+    si = base32.b2a(parse_cap(cap).storage_index)  # type: ignore[union-attr]
+    mine = [op for op in recent if op["storage-index-string"] == si]
+    assert {op["type"] for op in mine} >= {"publish", "retrieve", "mapupdate"}
+    assert all(op["status"] == "done" for op in mine)
+    (publish,) = [op for op in mine if op["type"] == "publish"]
+    assert publish["total-size"] == len(data)
+    modes = {op["mode"] for op in mine if op["type"] == "mapupdate"}
+    assert modes == {"MODE_READ"}
+    assert all(op["total-size"] == "-NA-" for op in mine if op["type"] == "mapupdate")

@@ -15,6 +15,7 @@ import json
 import os
 import socket
 import threading
+import time
 import urllib.parse
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -33,6 +34,7 @@ from tahoe.cli.errors import NodeURLError, UnknownAliasError, UsageError
 from tahoe.cli.gateway import USER_AGENT, Gateway, check_node_url, node_directory, read_node_url
 from tahoe.cli.localio import Body, spool_stream
 from tahoe.cli.progress import THRESHOLD, TextBar, format_bytes, progress_bar
+from tahoe.cli.upload_watch import upload_fraction
 
 DIRCAP = "URI:DIR2:aaaaaaaaaaaaaaaaaaaaaaaaaa:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 SSK = "URI:SSK:cccccccccccccccccccccccccc:dddddddddddddddddddddddddddddddddddddddddddddddddddd"
@@ -67,6 +69,9 @@ class FakeGateway:
         self.requests: list[Recorded] = []
         self.responses: list[tuple[int, str, bytes, str]] = []
         self.contents: dict[str, bytes] = {}
+        #: Seconds a PUT waits before answering, and the /status?t=json body meanwhile.
+        self.put_delay = 0.0
+        self.status: dict[str, Any] = {"active": [], "recent": []}
         gateway = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -103,6 +108,7 @@ class FakeGateway:
 
             def do_PUT(self) -> None:  # noqa: N802 (http.server)
                 recorded = self._record()
+                time.sleep(gateway.put_delay)
                 if gateway.responses:
                     self._answer(*gateway.responses.pop(0))
                     return
@@ -112,6 +118,9 @@ class FakeGateway:
 
             def do_GET(self) -> None:  # noqa: N802 (http.server)
                 self._record()
+                if self.path == "/status?t=json":
+                    self._answer(200, "OK", json.dumps(gateway.status).encode(), "length")
+                    return
                 if gateway.responses:
                     self._answer(*gateway.responses.pop(0))
                     return
@@ -323,14 +332,14 @@ def test_put_query_arguments(tmp_path: Path, fake: FakeGateway, argv: list[str],
 
 
 def test_put_stdin(fake: FakeGateway) -> None:
-    """put with no LOCAL (or -) reads stdin, saying so on stderr."""
+    """put with no LOCAL (or -) reads stdin, saying so on stderr; -q prints only the cap."""
     for argv in ([], ["-"]):
         code, out, err = run_cli(put_command, ["-u", fake.url, *argv], stdin=b"from stdin")
         assert code == 0, err
         assert fake.last.body == b"from stdin"
         assert err == "waiting for file data on stdin..\n200 OK\n"
-    code, _, err = run_cli(put_command, ["-u", fake.url, "-q"], stdin=b"quiet")
-    assert err == "200 OK\n"
+    code, out, err = run_cli(put_command, ["-u", fake.url, "-q"], stdin=b"quiet")
+    assert (code, err) == (0, "") and out.startswith(b"URI:")
 
 
 def test_put_to_mutable_writecap(tmp_path: Path, fake: FakeGateway) -> None:
@@ -466,6 +475,42 @@ def test_put_large_file_with_progress_bar(tmp_path: Path, fake: FakeGateway) -> 
     assert "\rput 100% |" in err and err.endswith("200 OK\n")
 
 
+def test_put_progress_follows_the_gateways_upload(tmp_path: Path, fake: FakeGateway) -> None:
+    """Once the file is sent, a second bar follows the gateway's own upload of that size
+    on /status until the cap comes back; with -q there is no bar at all."""
+    size = THRESHOLD + 1
+    (tmp_path / "big").write_bytes(b"x" * size)
+    fake.put_delay = 1.2
+    fake.status["active"] = [
+        {"type": "upload", "total-size": size + 1, "progress-hash": 1.0,
+         "progress-ciphertext": 1.0, "progress-encode-push": 1.0},
+        {"type": "upload", "total-size": size, "progress-hash": 1.0,
+         "progress-ciphertext": 0.25, "progress-encode-push": 0.25}]
+    terminal = Terminal()
+    code, _, err = run_cli(put_command, ["-u", fake.url, str(tmp_path / "big")], stderr=terminal)
+    assert code == 0, err
+    assert any(r.path == "/status?t=json" for r in fake.requests)
+    assert "\rupload  50% |" in err and "\rupload 100% |" in err
+    assert err.index("\rput 100% |") < err.index("\rupload  50% |")
+    quiet = Terminal()
+    fake.put_delay = 0.0
+    code, out, err = run_cli(put_command, ["-u", fake.url, "-q", str(tmp_path / "big")],
+                             stderr=quiet)
+    assert (code, err) == (0, "") and out.startswith(b"URI:")
+
+
+def test_upload_fraction_reads_tahoes_status() -> None:
+    """The watched fraction is the mean of Tahoe's three upload phases, for the first active
+    upload of the size; other sizes, kinds and malformed documents give None."""
+    status = {"active": [{"type": "download", "total-size": 10, "progress": 0.5},
+                         {"type": "upload", "total-size": 10, "progress-hash": 1.0,
+                          "progress-ciphertext": 0.5, "progress-encode-push": 0.0}]}
+    assert upload_fraction(status, 10) == 0.5
+    assert upload_fraction(status, 11) is None
+    assert upload_fraction({"active": [{"type": "upload", "total-size": 10}]}, 10) is None
+    assert upload_fraction([], 10) is None
+
+
 # ---------------------------------------------------------------- get
 
 
@@ -519,12 +564,16 @@ def test_get_truncated_body_is_an_error(tmp_path: Path, fake: FakeGateway) -> No
 
 
 def test_get_unreachable_gateway(tmp_path: Path) -> None:
-    """No gateway listening: 'Error during GET: -1 Error trying to connect …', status 1."""
+    """No gateway listening: 'Error during GET: -1 Error trying to connect …', status 1;
+    the message never shows the cap (a write cap is the authority to write)."""
     port = closed_port()
-    code, _, err = run_cli(get_command, ["-u", f"http://127.0.0.1:{port}/", CHK])
-    assert code == 1
-    assert err.startswith(f"Error during GET: -1 Error trying to connect to"
-                          f" http://127.0.0.1:{port}/uri/{quote_cap(CHK)}: [Errno 111]")
+    for cap in (CHK, SSK, SSK + "/sub/file"):
+        code, _, err = run_cli(get_command, ["-u", f"http://127.0.0.1:{port}/", cap])
+        assert code == 1
+        tail = "/sub/file" if cap.endswith("/file") else ""
+        assert err.startswith(f"Error during GET: -1 Error trying to connect to"
+                              f" http://127.0.0.1:{port}/uri/[CENSORED]{tail}: [Errno 111]")
+        assert "URI" not in err and SSK.split(":")[2] not in err
 
 
 def test_get_large_with_progress_bar(tmp_path: Path, fake: FakeGateway) -> None:

@@ -43,3 +43,40 @@ def test_welcome_page_has_the_forms_and_server_table() -> None:
         assert f'id="{form}"' in page
     assert "Connected to 1 of 2 known storage servers" in page
     assert "1.0 GB" in page and "<script" not in page
+
+
+def test_history_records_mutable_operations_with_tahoes_keys() -> None:
+    """record() keeps an operation for the length of a block: done, or failed with the
+    exception's name; mapupdates carry their mode and Tahoe's "-NA-" size."""
+    class Clock:
+        now = 100.0
+
+        def seconds(self) -> float:
+            return self.now
+
+    clock = Clock()
+    history = OperationHistory()
+    with history.record("mapupdate", b"\x03" * 16, None, clock, "MODE_WRITE"):
+        assert [op.kind for op in history.active()] == ["mapupdate"]
+        clock.now = 100.25
+    try:
+        with history.record("publish", b"\x03" * 16, 1234, clock):
+            raise RuntimeError("lost")
+    except RuntimeError:
+        pass
+    publish, mapupdate = history.as_json()["recent"]
+    assert mapupdate == {"storage-index-string": base32.b2a(b"\x03" * 16),
+                         "total-size": "-NA-", "status": "done", "type": "mapupdate",
+                         "started": 100.0, "elapsed": 0.25, "mode": "MODE_WRITE"}
+    assert publish["status"] == "failed: RuntimeError" and publish["total-size"] == 1234
+    assert history.active() == []
+
+
+def test_history_upload_phases() -> None:
+    """An upload reports its hashing and its encode-and-push progress apart."""
+    history = OperationHistory()
+    op = history.start("upload", None, 10_000, now=1.0)
+    op.hash_progress, op.progress = 1.0, 0.5
+    (active,) = history.as_json()["active"]
+    assert (active["progress-hash"], active["progress-ciphertext"],
+            active["progress-encode-push"]) == (1.0, 0.5, 0.5)

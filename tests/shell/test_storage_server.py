@@ -359,6 +359,33 @@ def test_advise_corrupt_share(server: StorageServer, root: Path) -> None:
         b"share_number: 2\n\ncorruption in share[0-64): bad\n")
 
 
+def test_advisory_moves_a_share_aside_only_if_it_is_corrupt(server: StorageServer,
+                                                            root: Path) -> None:
+    """An advisory about an intact share leaves it; one about a share that fails a check
+    against its own UEB moves it to corrupt-shares/, after which the share number can be
+    uploaded again (what a repair does); bytes of an unknown share version are kept."""
+    encoded = encode_bytes(os.urandom(20_000), b"c" * 32, EncodingParameters(2, 3, 3))
+    si = encoded.cap.storage_index
+    for shnum in (0, 1):
+        upload(server, si, shnum, encoded.shares[shnum])
+    server.advise_corrupt_share(b"immutable", si, 0, b"says the client")
+    assert set(server.get_buckets(si)) == {0, 1}
+    share_file = root / paths.share_path(si, 1)
+    damaged = bytearray(share_file.read_bytes())
+    damaged[12 + 100] ^= 0x10  # a byte of the first block
+    share_file.write_bytes(bytes(damaged))
+    server.get_buckets(si)[1].advise_corrupt_share(b"block hash mismatch")
+    assert set(server.get_buckets(si)) == {0}
+    (moved,) = (root / "corrupt-shares").iterdir()
+    assert moved.name.startswith(f"{paths.storage_index_to_b32(si)}.1.")
+    assert moved.read_bytes() == bytes(damaged)
+    already, writers = server.allocate_buckets(si, *SECRETS, {1}, len(encoded.shares[1]))
+    assert (already, set(writers)) == ({0}, {1})
+    upload(server, si, 2, b"\x00\x00\x00\x09" + os.urandom(200))  # version 9: unknown
+    server.advise_corrupt_share(b"immutable", si, 2, b"cannot parse it")
+    assert 2 in server.get_buckets(si)  # perhaps a newer format: not ours to judge
+
+
 def test_advisory_skipped_without_space(root: Path, clock: Clock) -> None:
     """A report larger than the available space is not written."""
     upload(make_server(root, clock), SI, 0, DATA)

@@ -20,7 +20,7 @@ from .aliases import check_alias_name, quote_output
 from .dircaps import normalize_dircap
 from .errors import CLIError, LocalFileError
 from .gateway import node_directory, read_aliases
-from .remote import new_parser, run_command, write_line
+from .remote import new_parser, run_command, say
 
 __all__ = ["run", "append_alias", "check_new_alias"]
 
@@ -67,7 +67,7 @@ def _add_alias(args: argparse.Namespace, stdout: TextIO, env: Mapping[str, str])
     if cap is None:
         raise CLIError(f"Error: {quote_output(args.cap)} is not a directory cap")
     append_alias(nodedir, name, cap)
-    write_line(stdout, f"Alias {quote_output(name)} added")
+    say(args, stdout, f"Alias {quote_output(name)} added")
     return 0
 
 

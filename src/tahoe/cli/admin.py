@@ -1,4 +1,12 @@
-"""``tahoe admin migrate-crawler``: convert a storage node's pickled crawler state to JSON.
+"""``tahoe admin``: ``generate-keypair``, ``derive-pubkey`` and ``migrate-crawler``.
+
+``generate-keypair`` prints a new Ed25519 key pair and ``derive-pubkey PRIVKEY``
+the pair of a given private key, both as Tahoe-LAFS 1.20 does: the lines
+``private: priv-v0-…`` and ``public: pub-v0-…`` (the forms of
+``private/node.privkey`` and ``node.pubkey``). A malformed key is an error with
+a message rather than Tahoe's traceback.
+
+``migrate-crawler`` converts a storage node's pickled crawler state to JSON.
 
 Tahoe-LAFS before 1.17 kept the crawlers' state (``storage-protocol.md``
 §4.7) as Python pickles named without ``.json``; a node refuses to start
@@ -22,7 +30,7 @@ from ..storage.crawl_state import LEGACY_STATE_FILES, json_safe
 from .errors import CLIError
 from .gateway import ArgumentParser, HelpShown, node_directory, report
 
-__all__ = ["run", "migrate_crawler"]
+__all__ = ["run", "migrate_crawler", "keypair_lines"]
 
 #: What a pickle of plain data may name: sets, and the codec call that
 #: protocol-2 pickles use for byte strings.
@@ -75,13 +83,40 @@ def migrate_crawler(storage_dir: str, out: TextIO) -> int:
     return converted
 
 
+def keypair_lines(private_key: str | None = None) -> str:
+    """``private: …`` and ``public: …`` for ``private_key`` (``priv-v0-…``), or for a new
+    random key when None.
+
+    :raises CLIError: if ``private_key`` is not a private key in Tahoe's form.
+    """
+    from ..crypto.ed25519 import Ed25519Error, SigningKey, parse_private_key
+    if private_key is None:
+        key = SigningKey(os.urandom(32))
+    else:
+        try:
+            key = parse_private_key(private_key.strip())
+        except Ed25519Error as error:
+            raise CLIError(f"Error: not a private key of the form priv-v0-…: {error}") from None
+    return f"private: {key.to_string()}\npublic: {key.public_key.to_string()}\n"
+
+
 def run(argv: list[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, str]) -> int:
-    """``tahoe admin migrate-crawler [--basedir DIR | NODEDIR]``: 0, or 1 with a message."""
+    """``tahoe admin generate-keypair | derive-pubkey PRIVKEY | migrate-crawler
+    [--basedir DIR | NODEDIR]``: 0, or 1 with a message."""
     parser = ArgumentParser(stdout, prog="tahoe admin",
                             description="Administrative commands for a node directory.")
     parser.add_argument("--node-directory", "-d", help="the node directory")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND",
                                      parser_class=functools.partial(ArgumentParser, stdout))
+    commands.add_parser(
+        "generate-keypair", help="generate a public/private keypair",
+        description="Generate a public/private keypair, dumped to stdout as two lines of"
+        " ASCII.")
+    derive = commands.add_parser(
+        "derive-pubkey", help="derive a public key from a private key",
+        description="Given a private (signing) key that was previously generated with"
+        " generate-keypair, derive the public key and print it to stdout.")
+    derive.add_argument("privkey", metavar="PRIVKEY")
     migrate = commands.add_parser(
         "migrate-crawler", help="convert pickled crawler state (Tahoe < 1.17) to JSON",
         description="Convert the storage crawlers' pickled state files of Tahoe-LAFS before"
@@ -93,6 +128,9 @@ def run(argv: list[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, str])
         if args.command is None:
             parser.print_help()
             return 1
+        if args.command in ("generate-keypair", "derive-pubkey"):
+            stdout.write(keypair_lines(getattr(args, "privkey", None)))
+            return 0
         basedir = node_directory(args.basedir or args.nodedir or args.node_directory, env)
         if migrate_crawler(_storage_dir(basedir), stdout) == 0:
             stdout.write("Nothing to migrate: no pickled crawler state found.\n")

@@ -43,7 +43,7 @@ from .cp_transfer import GridCopy, LocalCopy, copy_file_to_file
 from .errors import CLIError, LocalFileError, UsageError
 from .gateway import ArgumentParser, Gateway, gateway_from_args
 from .remote import call_ok, new_parser, run_command, write_line
-from .workers import DEFAULT_WORKERS, TaskPool
+from .workers import TaskPool, workers_from
 
 __all__ = ["run", "WORKERS_VARIABLE"]
 
@@ -64,13 +64,6 @@ A dircap may be used as FROM or TO. Source directories with names are copied
 as a whole (as a subdirectory of the target); source directories without
 names (a raw dircap) have their contents copied.
 """
-
-
-def _workers(env: Mapping[str, str]) -> int:
-    try:
-        return max(1, int(env.get(WORKERS_VARIABLE, "")))
-    except ValueError:
-        return DEFAULT_WORKERS
 
 
 def _check_rules(sources: list[Source], target: Target, specs: list[str], destination: str,
@@ -132,7 +125,7 @@ def _cp(args: argparse.Namespace, parser: ArgumentParser, stdout: TextIO, stderr
             stderr.flush()
 
     gateway = gateway_from_args(args, env, parser)
-    workers = _workers(env)
+    workers = workers_from(env, WORKERS_VARIABLE)
     target = find_target(gateway, destination, env)
     sources = [find_source(gateway, spec, env) for spec in specs]
     if _check_rules(sources, target, specs, destination, args.recursive):

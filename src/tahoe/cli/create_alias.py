@@ -15,7 +15,7 @@ from typing import TextIO
 from .add_alias import append_alias, check_new_alias
 from .aliases import quote_output
 from .gateway import gateway_from_args
-from .remote import call_ok, new_parser, run_command, write_line
+from .remote import call_ok, new_parser, run_command, say
 
 __all__ = ["run"]
 
@@ -28,7 +28,7 @@ def _create_alias(args: argparse.Namespace, stdout: TextIO, env: Mapping[str, st
     cap = call_ok(gateway, "POST", "uri?t=mkdir", context=CONTEXT,
                   accept=range(200, 300)).decode("utf-8", "replace").strip()
     append_alias(gateway.nodedir, name, cap)
-    write_line(stdout, f"Alias {quote_output(name)} created")
+    say(args, stdout, f"Alias {quote_output(name)} created")
     return 0
 
 

@@ -58,6 +58,8 @@ TIMEOUT_VARIABLE = "__TAHOE_CLI_HTTP_TIMEOUT"
 
 _MAX_LINE = 65536
 _MAX_HEADERS = 200
+# A cap inside a request path or query, plain or percent-quoted, up to the next separator.
+_CAP_IN_URL = re.compile(r"URI(?::|%3A)[^/?&#\s]*", re.IGNORECASE)
 # http(s)://HOST[:PORT][/PATH], HOST a name, an IPv4 address or a bracketed IPv6 address.
 _NODE_URL = re.compile(
     r"(?P<scheme>https?)://(?P<host>\[[0-9A-Fa-f:.]+\]|[^\s/:?#\[\]@]+)"
@@ -394,6 +396,14 @@ class Gateway:
         """The absolute URL of ``relative`` (such as ``uri/URI%3ACHK…``)."""
         return self.node_url + relative
 
+    def url_for_messages(self, relative: str) -> str:
+        """The absolute URL of ``relative`` with every cap in it replaced by ``[CENSORED]``.
+
+        A cap is the authority to read or write: error messages, which users paste
+        into bug reports, never show one (Tahoe's access log does the same).
+        """
+        return self.node_url + _CAP_IN_URL.sub("[CENSORED]", relative)
+
     def aliases(self) -> dict[str, str]:
         """The node directory's aliases, with ``--dir-cap`` as ``tahoe`` (read once)."""
         if self._aliases is None:
@@ -418,6 +428,7 @@ class Gateway:
 
     def request(self, method: str, relative: str, *, body: Body | None = None,
                 progress: Callable[[int], None] | None = None,
+                sent: Callable[[], None] | None = None,
                 context: str = "Error") -> Response:
         """Send ``METHOD node_url+relative`` (with ``body``) and return the response.
 
@@ -425,11 +436,12 @@ class Gateway:
         always carry a ``Content-Length`` (0 without a body), as in Tahoe.
 
         :param progress: called with the number of body bytes sent after each piece.
+        :param sent: called once the whole request is sent, before its answer is read.
         :param context: the start of error messages (``Error during GET``).
         :raises GatewayUnreachable: if the connection cannot be made.
         :raises TransferError: if the connection breaks or the answer is not HTTP.
         """
-        url = self.url(relative)
+        url = self.url_for_messages(relative)
         lines = [f"{method} {self.base_path}{relative} HTTP/1.1",
                  f"Host: {self.host_header}", f"Hostname: {self.host}",
                  *(f"{name}: {value}" for name, value in REQUEST_HEADERS)]
@@ -444,6 +456,8 @@ class Gateway:
                 sock.sendall(head)
                 if body is not None:
                     body.send(sock, progress)
+                if sent is not None:
+                    sent()
             except (BrokenPipeError, ConnectionResetError) as e:
                 send_error = e  # the gateway may have answered early: look for its answer
             except OSError as e:

@@ -64,8 +64,8 @@ def source_path(gateway: Gateway, remote: str) -> str:
     return "uri/" + quote_cap(root_cap) + ("/" + escape_path(path) if path else "")
 
 
-def _copy(response: Response, output: BinaryIO, stderr: TextIO) -> None:
-    bar = maybe_progress_bar(stderr, response.length, "get")
+def _copy(response: Response, output: BinaryIO, stderr: TextIO, quiet: bool) -> None:
+    bar = maybe_progress_bar(stderr, response.length, "get", quiet=quiet)
     try:
         for piece in response.chunks():
             output.write(piece)
@@ -75,7 +75,7 @@ def _copy(response: Response, output: BinaryIO, stderr: TextIO) -> None:
         bar.close()
 
 
-def _write_file(response: Response, local: str, stderr: TextIO) -> None:
+def _write_file(response: Response, local: str, stderr: TextIO, quiet: bool) -> None:
     existed = os.path.lexists(local)
     try:
         output = open(local, "wb")
@@ -83,7 +83,7 @@ def _write_file(response: Response, local: str, stderr: TextIO) -> None:
         raise LocalFileError(f"Error: cannot write {local}: {e.strerror or e}") from None
     try:
         with output:
-            _copy(response, output, stderr)
+            _copy(response, output, stderr, quiet)
     except OSError as e:
         if not existed:
             _remove(local)
@@ -101,10 +101,10 @@ def _remove(path: str) -> None:
         pass
 
 
-def _write_stdout(response: Response, stdout: TextIO, stderr: TextIO) -> int:
+def _write_stdout(response: Response, stdout: TextIO, stderr: TextIO, quiet: bool) -> int:
     output = binary_stdout(stdout)
     try:
-        _copy(response, output, stderr)
+        _copy(response, output, stderr, quiet)
     except BrokenPipeError:
         # The reader went away (`tahoe get CAP | head`): stop quietly, and keep
         # Python from complaining when it flushes stdout at exit.
@@ -129,12 +129,13 @@ def _get(args: argparse.Namespace, parser: ArgumentParser, stdout: TextIO, stder
                                   response.read(ERROR_BODY_LIMIT))
         try:
             if local is None:
-                return _write_stdout(response, stdout, stderr)
-            _write_file(response, local, stderr)
+                return _write_stdout(response, stdout, stderr, args.quiet)
+            _write_file(response, local, stderr, args.quiet)
         except TransferError as e:
             raise TransferError(f"{CONTEXT}: {str(e).removeprefix('Error: ')}") from None
-    stderr.write(f"{args.remote} retrieved and written to {local}\n")
-    stderr.flush()
+    if not args.quiet:
+        stderr.write(f"{args.remote} retrieved and written to {local}\n")
+        stderr.flush()
     return 0
 
 

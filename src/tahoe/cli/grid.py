@@ -1,4 +1,4 @@
-"""``tahoe grid start|run|stop|status DIR``: a whole grid on 127.0.0.1, in one command.
+"""``tahoe grid start|run|stop|status|restart DIR``: a whole grid on 127.0.0.1, in one command.
 
 ``tahoe grid start DIR [--storage-nodes=10] [--shares=3/7/10] [--base-port=N]
 [--reserved-space=100M] [--timeout=60] [--foreground]`` creates, the first
@@ -20,220 +20,50 @@ prints the gateway URL.  ``start`` then returns and leaves the nodes running
 (``tahoe grid stop DIR`` stops them by their recorded PIDs); ``run`` (or
 ``start --foreground``) stays until SIGINT or SIGTERM and then stops them.  A
 node that exits during start-up is reported with the end of its log, and the
-other nodes are stopped.
+nodes this command started are stopped.
 
-The node directories are made in-process by our own create commands
-(imported only here); this command does not import Twisted.
+A grid is for trying things, server failures included: ``start`` (or ``run``)
+on a grid of which some nodes run starts only the others; a grid served in
+the foreground keeps serving when a node exits (it names the node, shows the
+end of its log and how to bring it back); and ``tahoe grid restart DIR NODE``
+stops one node if it runs, starts it again in the background and waits until
+it serves (a foreground ``run`` takes it over, and stops it with the rest).
+
+The node directories are made by :mod:`.grid_create`; this command does not
+import Twisted.
 """
 from __future__ import annotations
 
 import argparse
-import io
+import contextlib
 import json
 import os
-import random
 import shlex
 import signal
-import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
-from .errors import CLIError, UsageError
+from .errors import CLIError
 from .gateway import ArgumentParser, Gateway, HelpShown, report
-from .grid_processes import (GRID_FILE, GridFileError, NodeFailed, NodeRecord, WaitTimeout,
+from .grid_create import (DEFAULT_STORAGE_NODES, GridError, PortSource, create_node_directory,
+                          default_shares, new_grid, parse_shares, set_config_value,
+                          write_introducer)
+from .grid_processes import (GridFileError, NodeFailed, NodeRecord, WaitTimeout,
                              read_grid_file, spawn, stop_nodes, wait_until, write_grid_file)
 
 __all__ = ["run", "default_shares", "parse_shares", "PortSource", "set_config_value"]
 
-DEFAULT_STORAGE_NODES = 10
 MAX_STORAGE_NODES = 100
+#: Seconds between two looks at the nodes of a grid served in the foreground.
+SERVE_POLL = 0.5
 DEFAULT_RESERVED_SPACE = "100M"
 START_TIMEOUT = 60.0
 EXIT_INTERRUPTED = 130
 
 
-class GridError(CLIError):
-    """The grid cannot be created, started or stopped (the message says why)."""
-
-
 class _Terminated(Exception):
     """SIGTERM or SIGHUP arrived."""
-
-
-# ---------------------------------------------------------------- settings
-
-
-def default_shares(storage_nodes: int) -> tuple[int, int, int]:
-    """Tahoe's 3/7/10, shrunk to fit ``storage_nodes`` servers (needed/happy/total).
-
-    1 server: 1/1/1; 2: 1/2/2; 3: 2/3/3; 4: 3/4/4; … 7: 3/7/7; 10 and more: 3/7/10.
-    """
-    total = min(10, storage_nodes)
-    happy = min(7, total)
-    needed = min(3, max(1, happy - 1))
-    return needed, happy, total
-
-
-def parse_shares(text: str) -> tuple[int, int, int]:
-    """``K/H/N`` (needed/happy/total) with 1 <= K <= H <= N <= 256.
-
-    :raises ValueError: otherwise.
-    """
-    parts = text.split("/")
-    if len(parts) != 3 or not all(p.strip().isdigit() for p in parts):
-        raise ValueError(f"--shares must look like NEEDED/HAPPY/TOTAL (e.g. 3/7/10), not {text!r}")
-    needed, happy, total = (int(p) for p in parts)
-    if not 1 <= needed <= happy <= total <= 256:
-        raise ValueError("--shares must satisfy 1 <= needed <= happy <= total <= 256")
-    return needed, happy, total
-
-
-class PortSource:
-    """Hands out TCP ports that are free on 127.0.0.1, each once.
-
-    :param base_port: hand out ``base_port``, ``base_port + 1``, … (a busy one is
-        an error); without it, random ports below the kernel's ephemeral range,
-        so that no ``bind(0)`` or outgoing connection takes one before its node
-        binds it.
-    """
-
-    def __init__(self, base_port: int | None = None, seed: int | None = None) -> None:
-        self._next = base_port
-        self._random = random.Random(seed)
-        self._given: set[int] = set()
-        low = 32768
-        try:
-            with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-                low = int(f.read().split()[0])
-        except (OSError, ValueError, IndexError):
-            pass
-        self._range = (10000, low - 1) if low - 10000 >= 2000 else (20000, 32767)
-
-    @staticmethod
-    def _free(port: int) -> bool:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                return False
-        return True
-
-    def take(self) -> int:
-        """The next port.
-
-        :raises GridError: if a ``--base-port`` port is busy or none is found.
-        """
-        if self._next is not None:
-            port, self._next = self._next, self._next + 1
-            if port > 65535 or not self._free(port):
-                raise GridError(f"Error: port {port} on 127.0.0.1 is not available; choose"
-                                " another --base-port")
-            return port
-        for _ in range(1000):
-            port = self._random.randint(*self._range)
-            if port not in self._given and self._free(port):
-                self._given.add(port)
-                return port
-        raise GridError("Error: found no free TCP port on 127.0.0.1")
-
-
-def set_config_value(path: str, section: str, key: str, value: str) -> None:
-    """Set ``key = value`` in ``[section]`` of the ``tahoe.cfg`` at ``path``, keeping the rest.
-
-    Replaces the key where it stands, or adds it right after the section's header
-    (appending the section if needed).
-    """
-    with open(path, encoding="utf-8") as f:
-        lines = f.read().splitlines()
-    current, header_at, done = None, None, False
-    for i, line in enumerate(lines):
-        stripped = line.strip()
-        if stripped.startswith("[") and stripped.endswith("]"):
-            current = stripped[1:-1].strip()
-            if current == section:
-                header_at = i
-            continue
-        name = stripped.split("=", 1)[0].strip().lower() if "=" in stripped else None
-        if current == section and name == key.lower() and not stripped.startswith("#"):
-            lines[i] = f"{key} = {value}"
-            done = True
-    if not done:
-        if header_at is None:
-            lines += ["", f"[{section}]", f"{key} = {value}"]
-        else:
-            lines.insert(header_at + 1, f"{key} = {value}")
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
-    os.replace(path + ".tmp", path)
-
-
-# ---------------------------------------------------------------- creating
-
-
-def _plan(storage_nodes: int, ports: PortSource) -> list[NodeRecord]:
-    client = NodeRecord("client", "client", web_port=ports.take(), tub_port=None)
-    introducer = NodeRecord("introducer", "introducer", web_port=None, tub_port=ports.take())
-    storage = [NodeRecord(f"storage{i}", "storage", web_port=ports.take(), tub_port=ports.take())
-               for i in range(1, storage_nodes + 1)]
-    return [introducer, *storage, client]
-
-
-def _create_node(node: NodeRecord, shares: tuple[int, int, int], reserved_space: str,
-                 env: Mapping[str, str]) -> None:
-    """Make ``node``'s directory with our create command, run in-process."""
-    from . import create_node  # imported only when a grid is created
-    listen = [f"--port=tcp:{node.tub_port}:interface=127.0.0.1",
-              f"--location=tcp:127.0.0.1:{node.tub_port}"]
-    common = [f"--nickname={node.name}", f"--webport=tcp:{node.web_port}:interface=127.0.0.1",
-              *(f"--shares-{name}={value}"
-                for name, value in zip(("needed", "happy", "total"), shares))]
-    argv = {"introducer": ["create-introducer", *listen],
-            "storage": ["create-node", *listen, *common],
-            "client": ["create-client", *common]}[node.role]
-    out, err = io.StringIO(), io.StringIO()
-    code = create_node.run_create(argv[0], [*argv[1:], node.basedir], out, err, env)
-    if code != 0:
-        raise GridError(f"Error: tahoe {' '.join(argv)} {node.basedir} failed:\n"
-                        f"{err.getvalue()}{out.getvalue()}")
-    if node.role == "storage":
-        set_config_value(os.path.join(node.basedir, "tahoe.cfg"), "storage",
-                         "reserved_space", reserved_space)
-
-
-def _write_introducer(node: NodeRecord, furl: str) -> None:
-    from ..node.nodedir import render_introducers_yaml
-    path = os.path.join(node.basedir, "private", "introducers.yaml")
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
-        f.write(render_introducers_yaml({"default": furl}))
-    os.replace(path + ".tmp", path)
-
-
-def _new_grid(grid_dir: str, args: argparse.Namespace,
-              stdout: TextIO) -> tuple[dict[str, Any], list[NodeRecord]]:
-    """Plan a new grid in ``grid_dir`` (which must be missing or empty) and write grid.json."""
-    if os.path.exists(grid_dir) and (not os.path.isdir(grid_dir) or os.listdir(grid_dir)):
-        raise GridError(f"Error: {grid_dir} exists, is not empty and holds no local grid"
-                        f" ({GRID_FILE}); choose another directory")
-    count = args.storage_nodes or DEFAULT_STORAGE_NODES
-    shares = args.shares or default_shares(count)
-    if shares[1] > count:
-        raise UsageError(f"Error: --shares {'/'.join(map(str, shares))} needs at least"
-                         f" {shares[1]} storage nodes (happy), but the grid has {count}")
-    nodes = _plan(count, PortSource(args.base_port))
-    os.makedirs(os.path.join(grid_dir, "logs"), exist_ok=True)
-    settings = {"storage_nodes": count, "shares": list(shares),
-                "reserved_space": args.reserved_space, "introducer_furl": None,
-                "gateway": f"http://127.0.0.1:{nodes[-1].web_port}/"}
-    for node in nodes:
-        node.grid_dir = grid_dir
-    write_grid_file(grid_dir, settings, nodes)
-    stdout.write(f"Creating a local grid in {grid_dir}: an introducer, {count} storage"
-                 f" node{'s' if count > 1 else ''} and a client; shares"
-                 f" {'/'.join(map(str, shares))} (needed/happy/total), reserved_space"
-                 f" {args.reserved_space}.\n")
-    stdout.flush()
-    return settings, nodes
 
 
 # ---------------------------------------------------------------- starting
@@ -249,6 +79,22 @@ def _connected_servers(url: str) -> list[str]:
             if str(server.get("connection_status", "")).lower().startswith("connected")]
 
 
+def _wait_until_gone(client: NodeRecord, names: list[str], seconds: float = 15.0) -> None:
+    """Give a running client up to ``seconds`` to notice that the storage nodes ``names``
+    (just stopped) are gone, so that "connected" afterwards means a new connection."""
+    url = client.url() if client.running() else None
+    if url is None or not names:
+        return
+
+    def gone() -> bool:
+        return not set(names) & set(_connected_servers(url))
+    try:
+        wait_until(gone, "the client to notice stopped servers", time.monotonic() + seconds,
+                   [])
+    except (WaitTimeout, CLIError):
+        pass
+
+
 def _read_furl(node: NodeRecord) -> str | None:
     with open(os.path.join(node.basedir, "private", "introducer.furl")) as f:
         text = f.read().strip()
@@ -257,9 +103,11 @@ def _read_furl(node: NodeRecord) -> str | None:
 
 def _start_nodes(grid_dir: str, settings: dict[str, Any], nodes: list[NodeRecord],
                  env: Mapping[str, str], deadline: float, hold_stdin: bool) -> str:
-    """Create what is missing, start every node, wait until the grid works; the gateway URL."""
+    """Create what is missing, start every node that is not running, wait until the grid
+    works; the gateway URL."""
     introducer, others = nodes[0], nodes[1:]
-    for node in nodes:  # a node.url left by the last run would say "ready" too early
+    stopped = [node for node in nodes if not node.running()]
+    for node in stopped:  # a node.url left by the last run would say "ready" too early
         try:
             os.unlink(os.path.join(node.basedir, "node.url"))
         except FileNotFoundError:
@@ -267,9 +115,10 @@ def _start_nodes(grid_dir: str, settings: dict[str, Any], nodes: list[NodeRecord
     needed, happy, total = settings["shares"]
     shares = (int(needed), int(happy), int(total))
     if not os.path.exists(os.path.join(introducer.basedir, "tahoe.cfg")):
-        _create_node(introducer, shares, settings["reserved_space"], env)
+        create_node_directory(introducer, shares, settings["reserved_space"], env)
     if settings.get("introducer_furl"):
-        for node in nodes:
+        _wait_until_gone(nodes[-1], [node.name for node in stopped if node.role == "storage"])
+        for node in stopped:
             spawn(node, env, hold_stdin=hold_stdin)
         write_grid_file(grid_dir, settings, nodes)
     else:
@@ -279,11 +128,11 @@ def _start_nodes(grid_dir: str, settings: dict[str, Any], nodes: list[NodeRecord
         write_grid_file(grid_dir, settings, nodes)
         for node in others:
             if not os.path.exists(os.path.join(node.basedir, "tahoe.cfg")):
-                _create_node(node, shares, settings["reserved_space"], env)
+                create_node_directory(node, shares, settings["reserved_space"], env)
         settings["introducer_furl"] = wait_until(
             lambda: _read_furl(introducer), "the introducer's FURL", deadline, [introducer])
         for node in others:
-            _write_introducer(node, settings["introducer_furl"])
+            write_introducer(node, settings["introducer_furl"])
         for node in others:
             spawn(node, env, hold_stdin=hold_stdin)
         write_grid_file(grid_dir, settings, nodes)
@@ -308,42 +157,48 @@ def _start(grid_dir: str, args: argparse.Namespace, env: Mapping[str, str], stdo
     try:
         settings, nodes = read_grid_file(grid_dir)
         running = [node.name for node in nodes if node.running()]
-        if running:
-            if len(running) == len(nodes):
-                stdout.write(f"The grid in {grid_dir} is already running; its gateway is"
-                             f" {settings.get('gateway')}\n")
-                return 0
-            raise GridError(f"Error: some nodes of the grid in {grid_dir} are still running"
-                            f" ({', '.join(running)}); stop them first with:"
-                            f" tahoe grid stop {shlex.quote(grid_dir)}")
+        if len(running) == len(nodes):
+            stdout.write(f"The grid in {grid_dir} is already running; its gateway is"
+                         f" {settings.get('gateway')}\n")
+            return 0
         ignored = [f"--{name.replace('_', '-')}" for name in ("storage_nodes", "shares",
                                                              "base_port")
                    if getattr(args, name) is not None]
         if ignored:
             stderr.write(f"Note: the grid in {grid_dir} exists already; {', '.join(ignored)}"
                          " ignored.\n")
-        stdout.write(f"Starting the local grid in {grid_dir}.\n")
+        missing = [node.name for node in nodes if node.name not in running]
+        stdout.write(f"Starting the local grid in {grid_dir}.\n" if not running else
+                     f"Starting the nodes of the grid in {grid_dir} that are not running:"
+                     f" {', '.join(missing)}.\n")
     except GridFileError:
-        settings, nodes = _new_grid(grid_dir, args, stdout)
+        settings, nodes = new_grid(grid_dir, args, stdout)
     stdout.flush()
 
     deadline = started + args.timeout
+    already = [node for node in nodes if node.running()]
     try:
         url = _start_nodes(grid_dir, settings, nodes, env, deadline, hold_stdin=foreground)
     except (NodeFailed, WaitTimeout, KeyboardInterrupt, _Terminated, OSError, CLIError) as e:
         _ignore_interrupts()
         stderr.write(_failure_text(e, nodes, grid_dir))
         stderr.flush()
-        stop_nodes(nodes)
+        stop_nodes([node for node in nodes if node not in already])
         write_grid_file(grid_dir, settings, nodes)
-        stderr.write("Stopped the nodes of the grid.\n")
+        stderr.write("Stopped the nodes of the grid." if not already else
+                     "Stopped the nodes this command started; the others still run.")
+        stderr.write("\n")
         return EXIT_INTERRUPTED if isinstance(e, (KeyboardInterrupt, _Terminated)) else 1
     settings["gateway"] = url
     write_grid_file(grid_dir, settings, nodes)
-    _print_ready(stdout, grid_dir, settings, url, time.monotonic() - started, foreground)
+    seconds = time.monotonic() - started
     if not foreground:
+        _print_ready(stdout, grid_dir, settings, url, seconds, foreground)
         return 0
-    return _serve(grid_dir, settings, nodes, stdout, stderr)
+    # Announced inside the serving loop's handler: a Ctrl-C right after "Press Ctrl-C"
+    # must stop the grid cleanly too.
+    return _serve(grid_dir, settings, nodes, stdout, stderr,
+                  lambda: _print_ready(stdout, grid_dir, settings, url, seconds, foreground))
 
 
 def _failure_text(error: BaseException, nodes: list[NodeRecord], grid_dir: str) -> str:
@@ -382,39 +237,98 @@ def _print_ready(stdout: TextIO, grid_dir: str, settings: Mapping[str, Any], url
     stdout.flush()
 
 
-def _wait_for_a_child() -> None:
-    """Block until some child process has exited (without reaping it), or a signal handler
-    raises."""
+def _adopt_restarted(grid_dir: str, nodes: list[NodeRecord]) -> None:
+    """Take over, from ``grid.json``, the processes of nodes restarted by ``tahoe grid
+    restart`` (which are not children of this process)."""
     try:
-        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT)
-    except (AttributeError, ChildProcessError):
-        time.sleep(0.5)  # no waitid (or no child): fall back to polling
+        _, recorded = read_grid_file(grid_dir)
+    except GridFileError:
+        return
+    by_name = {node.name: node for node in recorded}
+    for node in nodes:
+        other = by_name.get(node.name)
+        if (other is not None and not node.running() and other.pid is not None
+                and other.pid != node.pid and other.running()):
+            node.popen, node.pid, node.start_time = None, other.pid, other.start_time
 
 
 def _serve(grid_dir: str, settings: dict[str, Any], nodes: list[NodeRecord], stdout: TextIO,
-           stderr: TextIO) -> int:
-    """Stay until SIGINT/SIGTERM or until a node exits; then stop every node."""
+           stderr: TextIO, announce: Callable[[], None]) -> int:
+    """Stay until SIGINT/SIGTERM, then stop every node. A node that exits meanwhile is
+    reported once (with the end of its log) and the rest of the grid keeps serving; a node
+    brought back with ``tahoe grid restart`` is taken over again."""
+    down: set[str] = set()
+    restart = f"tahoe grid restart {shlex.quote(grid_dir)}"
     try:
-        while all(node.running() for node in nodes):
-            _wait_for_a_child()
+        announce()
+        while True:
+            time.sleep(SERVE_POLL)
+            _adopt_restarted(grid_dir, nodes)
+            for node in nodes:
+                if node.running():
+                    if node.name in down:
+                        down.discard(node.name)
+                        stdout.write(f"Node {node.name} is running again (pid {node.pid}).\n")
+                        stdout.flush()
+                    continue
+                if node.name in down:
+                    continue
+                down.add(node.name)
+                status = node.exit_status()
+                stderr.write(f"Node {node.name} exited"
+                             + (f" with status {status}" if status is not None else "")
+                             + f". The end of its log ({node.log_path}):\n{node.log_tail()}\n"
+                             f"The rest of the grid keeps serving. Bring it back with:"
+                             f" {restart} {node.name}\n")
+                stderr.flush()
     except (KeyboardInterrupt, _Terminated):
         _ignore_interrupts()
         stdout.write("Stopping the grid...\n")
         stdout.flush()
+        _adopt_restarted(grid_dir, nodes)
         stop_nodes(nodes)
         write_grid_file(grid_dir, settings, nodes)
         stdout.write("Stopped.\n")
         return 0
-    gone = [node for node in nodes if not node.running()]
-    failed = [node for node in gone if node.exit_status() not in (0, None)]
-    for node in failed:
-        stderr.write(f"Error: node {node.name} exited with status {node.exit_status()}."
-                     f" The end of its log ({node.log_path}):\n{node.log_tail()}\n")
-    if not failed:
-        stdout.write(f"Node {gone[0].name} stopped; stopping the grid.\n")
-    stop_nodes(nodes)
-    write_grid_file(grid_dir, settings, nodes)
-    return 1 if failed else 0
+
+
+def _restart(grid_dir: str, name: str, timeout: float, env: Mapping[str, str],
+             stdout: TextIO) -> int:
+    """Stop (if running) and start again one node of the grid; wait until it serves."""
+    settings, nodes = read_grid_file(grid_dir)
+    by_name = {node.name: node for node in nodes}
+    node = by_name.get(name)
+    if node is None:
+        raise GridError(f"Error: the grid in {grid_dir} has no node {name!r}; its nodes are:"
+                        f" {', '.join(by_name)}")
+    if not settings.get("introducer_furl"):
+        raise GridError(f"Error: the grid in {grid_dir} was never started; start it with:"
+                        f" tahoe grid start {shlex.quote(grid_dir)}")
+    if node.running():
+        stop_nodes([node])
+        stdout.write(f"Stopped {name}.\n")
+    if node.role == "storage":
+        _wait_until_gone(by_name["client"], [name])
+    if node.web_port:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(node.basedir, "node.url"))
+    spawn(node, env, hold_stdin=False)
+    # Only this node's record changes (another command may run the rest of the grid).
+    _, current = read_grid_file(grid_dir)
+    write_grid_file(grid_dir, settings, [node if n.name == name else n for n in current])
+    deadline = time.monotonic() + timeout
+    try:
+        if node.web_port:
+            wait_until(node.url, f"{name}'s node.url", deadline, [node])
+        client = by_name["client"]
+        url = client.url() if client.running() else None
+        if node.role == "storage" and url:
+            wait_until(lambda: name in _connected_servers(url),
+                       f"the client to connect to {name}", deadline, [node])
+    except (NodeFailed, WaitTimeout) as e:
+        raise GridError(_failure_text(e, nodes, grid_dir).rstrip("\n")) from None
+    stdout.write(f"Started {name} (pid {node.pid}).\n")
+    return 0
 
 
 # ---------------------------------------------------------------- stop, status
@@ -457,8 +371,11 @@ def _status(grid_dir: str, stdout: TextIO) -> int:
         stdout.write(f"Gateway: {url} ({len(connected)} of {wanted} storage servers"
                      " connected)\n")
         return 0 if wanted is not None and len(connected) >= wanted else 1
+    quoted = shlex.quote(grid_dir)
     stdout.write("The grid is not running.\n" if running == 0 else
-                 f"The grid is only partly running ({running} of {len(nodes)} nodes).\n")
+                 f"The grid is only partly running ({running} of {len(nodes)} nodes). Start"
+                 f" the others with: tahoe grid start {quoted} (or one of them with:"
+                 f" tahoe grid restart {quoted} NODE)\n")
     return 1
 
 
@@ -499,6 +416,15 @@ def _parser(stdout: TextIO) -> ArgumentParser:
     stop.add_argument("directory", metavar="DIR")
     status = commands.add_parser("status", stdout=stdout, help="show the grid's nodes")
     status.add_argument("directory", metavar="DIR")
+    restart = commands.add_parser("restart", stdout=stdout,
+                                  help="stop (if running) and start one node of the grid",
+                                  description="Stop one node of the grid if it runs, start it"
+                                  " again in the background and wait until it serves.")
+    restart.add_argument("--timeout", type=float, default=START_TIMEOUT, metavar="SECONDS",
+                         help="give up waiting after this long [%(default)g]")
+    restart.add_argument("directory", metavar="DIR")
+    restart.add_argument("node", metavar="NODE",
+                         help="introducer, storage1 … storageN, or client")
     return parser
 
 
@@ -557,6 +483,8 @@ def run(argv: list[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, str])
             return _stop(grid_dir, args.timeout, stdout)
         if args.action == "status":
             return _status(grid_dir, stdout)
+        if args.action == "restart":
+            return _restart(grid_dir, args.node, args.timeout, env, stdout)
         try:
             for signum in (signal.SIGTERM, signal.SIGHUP):
                 signal.signal(signum, _raise_terminated)

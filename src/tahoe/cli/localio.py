@@ -15,6 +15,7 @@ from typing import Any, BinaryIO, TextIO
 from .errors import LocalFileError
 
 __all__ = ["CHUNK_SIZE", "Body", "binary_stdout", "body_from_path", "maybe_progress_bar",
+           "maybe_watch_upload",
            "spool_stream"]
 
 #: Bytes of piped input kept in memory before spooling to a temporary file.
@@ -146,19 +147,38 @@ class _Silent:
         """Nothing to close."""
 
 
-def maybe_progress_bar(stream: TextIO, total: int | None, description: str) -> Any:
-    """:func:`tahoe.cli.progress.progress_bar`, imported only when ``stream`` is a terminal.
+def maybe_progress_bar(stream: TextIO, total: int | None, description: str,
+                       quiet: bool = False) -> Any:
+    """:func:`tahoe.cli.progress.progress_bar`, imported only when ``stream`` is a terminal
+    and the command is not ``quiet`` (the global ``-q``).
 
     :returns: an object with ``update(count)`` and ``close()``.
     """
     try:
-        terminal = stream.isatty()
+        terminal = stream.isatty() and not quiet
     except (AttributeError, ValueError, OSError):
         terminal = False
     if not terminal:
         return _Silent()
     from .progress import progress_bar
     return progress_bar(stream, total, description)
+
+
+def maybe_watch_upload(stream: TextIO, gateway: Any, size: int, quiet: bool = False) -> Any:
+    """After ``put`` sent ``size`` bytes to ``gateway``: a bar following the gateway's own
+    upload to the grid (:mod:`tahoe.cli.upload_watch`), or None when no bar is shown (not
+    a terminal, ``-q``, or a small file)."""
+    try:
+        terminal = stream.isatty() and not quiet
+    except (AttributeError, ValueError, OSError):
+        terminal = False
+    if not terminal:
+        return None
+    from .progress import THRESHOLD
+    if size < THRESHOLD:
+        return None
+    from .upload_watch import watch_upload
+    return watch_upload(gateway, size, stream)
 
 
 def binary_stdout(stdout: TextIO) -> BinaryIO:

@@ -47,6 +47,10 @@ SUBCOMMANDS: Mapping[str, str] = {
     "manifest": "tahoe.cli.manifest",
     "stats": "tahoe.cli.stats",
     "admin": "tahoe.cli.admin",
+    "status": "tahoe.cli.status",
+    "webopen": "tahoe.cli.webopen",
+    "backup": "tahoe.cli.backup",
+    "debug": "tahoe.cli.debug",
 }
 _SUMMARIES = {
     "create-node": "Create a node that acts as a client, server or both.",
@@ -70,7 +74,11 @@ _SUMMARIES = {
     "deep-check": "Check all files and directories reachable from a starting point.",
     "manifest": "List all files and directories reachable from a starting point.",
     "stats": "Print statistics about all files and directories under a starting point.",
-    "admin": "Administrative commands (migrate-crawler).",
+    "admin": "Administrative commands (generate-keypair, derive-pubkey, migrate-crawler).",
+    "status": "Various status information.",
+    "webopen": "Open a web browser to a grid file or directory.",
+    "backup": "Make target dir look like local dir.",
+    "debug": "Debug commands: dump-share, dump-cap, find-shares, catalog-shares, corrupt-share.",
 }
 _FLAGS = frozenset({"-V", "--version", "--version-and-path", "-h", "--help", "-q", "--quiet"})
 _VALUE_OPTIONS = frozenset({"--node-directory", "--wormhole-server", "--wormhole-invite-appid",
@@ -79,7 +87,7 @@ EXIT_USAGE = 1
 #: Subcommands whose parsers accept a (hidden) ``--quiet`` forwarded from the global ``-q``.
 _TAKES_QUIET = frozenset({"put", "get", "mkdir", "add-alias", "create-alias", "list-aliases",
                           "ls", "cp", "unlink", "rm", "mv", "ln", "check", "deep-check",
-                          "manifest", "stats"})
+                          "manifest", "stats", "webopen", "backup"})
 
 
 class _UsageError(Exception):
@@ -160,9 +168,28 @@ def run(argv: list[str], stdout: TextIO, stderr: TextIO,
     return code
 
 
+#: The exit status of a command whose reader went away (128 + SIGPIPE, as a shell reports
+#: a Unix tool killed by the signal).
+EXIT_BROKEN_PIPE = 141
+
+
 def main() -> None:
-    """Console-script entry point."""
-    sys.exit(run(sys.argv[1:], sys.stdout, sys.stderr, os.environ))
+    """Console-script entry point.
+
+    When the reader of stdout goes away (``tahoe manifest | head``), the command
+    stops quietly, as Unix tools do, instead of printing a ``BrokenPipeError``
+    traceback: the rest of its output would go nowhere.
+    """
+    try:
+        code = run(sys.argv[1:], sys.stdout, sys.stderr, os.environ)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Python flushes stdout again at exit: point it at /dev/null first.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        code = EXIT_BROKEN_PIPE
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from typing import TextIO
 from .aliases import escape_path, resolve_path
 from .errors import CLIError, HTTPStatusError
 from .gateway import gateway_from_args
-from .remote import ERROR_BODY_LIMIT, call, new_parser, object_path, run_command, write_line
+from .remote import ERROR_BODY_LIMIT, call, new_parser, object_path, run_command, say
 
 __all__ = ["run", "run_mode", "EXIT_DELETE_FAILED"]
 
@@ -77,7 +77,7 @@ def _mv(args: argparse.Namespace, mode: str, stdout: TextIO, env: Mapping[str, s
                                     data[:ERROR_BODY_LIMIT])
             error.exit_code = EXIT_DELETE_FAILED
             raise error
-    write_line(stdout, "OK")
+    say(args, stdout, "OK")
     return 0
 
 

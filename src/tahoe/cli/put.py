@@ -22,13 +22,13 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Mapping
-from typing import BinaryIO, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from .aliases import escape_path, quote_cap, resolve_path
 from .errors import CLIError, HTTPStatusError, LocalFileError, UsageError
 from .gateway import (ArgumentParser, Gateway, HelpShown, add_gateway_options,
                       gateway_from_args, report)
-from .localio import Body, body_from_path, maybe_progress_bar, spool_stream
+from .localio import Body, body_from_path, maybe_progress_bar, maybe_watch_upload, spool_stream
 
 __all__ = ["run", "target_path", "query_arguments", "private_key_argument"]
 
@@ -236,20 +236,38 @@ def _put(args: argparse.Namespace, parser: ArgumentParser, stdout: TextIO, stder
             stdin = sys.stdin.buffer
         body = spool_stream(stdin)
 
-    bar = maybe_progress_bar(stderr, body.length, "put")
+    # Two bars on a terminal: the bytes sent to the gateway, then (once they are all
+    # sent) the gateway's own upload to the storage servers, until the cap comes back.
+    bar = maybe_progress_bar(stderr, body.length, "put", quiet=args.quiet)
+    watch: list[Any] = []
+
+    def sent() -> None:
+        bar.close()
+        watch.append(maybe_watch_upload(stderr, gateway, body.length, args.quiet))
+
     try:
         response = gateway.request("PUT", relative, body=body, progress=bar.update,
-                                   context="Error")
+                                   sent=sent, context="Error")
+    except BaseException:
+        if not watch:
+            bar.close()
+        for upload in filter(None, watch):
+            upload.stop(finished=False)
+        raise
     finally:
-        bar.close()
         body.close()
+    if not watch:  # the gateway answered before taking the whole body
+        bar.close()
+    for upload in filter(None, watch):
+        upload.stop(finished=response.status in (200, 201))
     with response:
         if response.status not in (200, 201):
             raise HTTPStatusError("Error", response.status, response.reason,
                                   response.read(ERROR_BODY_LIMIT))
         cap = response.read().decode("utf-8", "replace")
-    stderr.write(f"{response.status} {response.reason}\n")
-    stderr.flush()
+    if not args.quiet:
+        stderr.write(f"{response.status} {response.reason}\n")
+        stderr.flush()
     stdout.write(cap + "\n")
     stdout.flush()
     return 0

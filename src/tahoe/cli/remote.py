@@ -16,7 +16,7 @@ from .gateway import ArgumentParser, Gateway, HelpShown, add_gateway_options, re
 from .localio import Body
 
 __all__ = ["ERROR_BODY_LIMIT", "object_path", "call", "call_ok", "get_json", "new_parser",
-           "run_command", "write_line"]
+           "run_command", "say", "write_line"]
 
 #: The most of an error body kept for a message.
 ERROR_BODY_LIMIT = 1024 * 1024
@@ -98,3 +98,10 @@ def write_line(stream: TextIO, text: str) -> None:
     """Write ``text`` and a newline, then flush."""
     stream.write(text + "\n")
     stream.flush()
+
+
+def say(args: argparse.Namespace, stream: TextIO, text: str) -> None:
+    """Write a confirmation line (``200 OK``, ``OK``, ``Alias 'x' added``) unless the global
+    ``-q`` was given: quiet commands print only their results (caps, listings, data)."""
+    if not getattr(args, "quiet", False):
+        write_line(stream, text)

@@ -16,7 +16,7 @@ from typing import TextIO
 from .aliases import resolve_path
 from .errors import CLIError, HTTPStatusError
 from .gateway import gateway_from_args
-from .remote import ERROR_BODY_LIMIT, call, new_parser, object_path, run_command, write_line
+from .remote import ERROR_BODY_LIMIT, call, new_parser, object_path, run_command, say
 
 __all__ = ["run", "run_as"]
 
@@ -34,7 +34,7 @@ def _unlink(args: argparse.Namespace, command: str, stdout: TextIO,
                                 context=CONTEXT)
     if status != 200:
         raise HTTPStatusError(CONTEXT, status, reason, data[:ERROR_BODY_LIMIT])
-    write_line(stdout, f"{status} {reason}")
+    say(args, stdout, f"{status} {reason}")
     return 0
 
 

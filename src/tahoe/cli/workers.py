@@ -12,12 +12,21 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
-__all__ = ["DEFAULT_WORKERS", "TaskPool"]
+__all__ = ["DEFAULT_WORKERS", "TaskPool", "workers_from"]
 
 #: Requests in flight at once by default.
 DEFAULT_WORKERS = 16
+
+
+def workers_from(env: Mapping[str, str], variable: str) -> int:
+    """The number of workers the environment variable ``variable`` asks for (at least 1),
+    or :data:`DEFAULT_WORKERS` when it is unset or not a number."""
+    try:
+        return max(1, int(env.get(variable, "")))
+    except ValueError:
+        return DEFAULT_WORKERS
 
 
 class TaskPool:

@@ -25,6 +25,12 @@ from .storage_foolscap import FoolscapStorageClient
 STORAGE_V1 = b"http://allmydata.org/tahoe/protocols/storage/v1"
 
 
+def _same_address(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether two announcements of a server reach it the same way (FURL and NURLs)."""
+    return all(old.get(key) == new.get(key)
+               for key in ("anonymous-storage-FURL", "anonymous-storage-NURLs"))
+
+
 class StorageServerHandle:
     """One storage server as the client sees it.
 
@@ -199,6 +205,14 @@ class StorageBroker:
         old = self.servers.get(server_id)
         if old is not None:
             if old.announcement == dict(announcement):
+                return
+            if _same_address(old.announcement, announcement) \
+                    and old.permutation_seed == permutation_seed:
+                # A restart of the server (new seqnum and nonce) or a client that
+                # connected from its announcement cache: the connection stays, and
+                # requests in flight on it are not cut off.
+                old.announcement = dict(announcement)
+                old.nickname = str(announcement.get("nickname", ""))
                 return
             old.stop()
         handle = StorageServerHandle(server_id, announcement, lease_seed, permutation_seed,

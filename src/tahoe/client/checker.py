@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from twisted.internet.defer import DeferredList
+from twisted.internet.defer import Deferred, DeferredList
 from twisted.internet.threads import deferToThread
 from twisted.python import log
 
@@ -86,6 +86,7 @@ class Checker:
                                      consumeErrors=True)
         sharemap: dict[int, set[str]] = {}
         corrupt: list[tuple[str, int]] = []
+        advisories: list[Deferred] = []
         responding = []
         for server, (ok, result) in zip(servers, answers):
             sid = server.server_id.decode("ascii")
@@ -98,10 +99,14 @@ class Checker:
                 if verify:
                     problems = await self._verify_immutable(cap, shnum, reader)
                     if problems:
-                        report_corrupt(server, b"immutable", si, shnum, "; ".join(problems))
+                        advisories.append(report_corrupt(server, b"immutable", si, shnum,
+                                                         "; ".join(problems)))
                         corrupt.append((sid, shnum))
                         continue
                 sharemap.setdefault(shnum, set()).add(sid)
+        # Once the servers have answered, ours have moved the corrupt shares aside, so a
+        # repair that follows can put good copies in their place.
+        await DeferredList(advisories)
         return immutable_results(base32.b2a(si), cap.needed, cap.total, sharemap, responding,
                                  corrupt)
 

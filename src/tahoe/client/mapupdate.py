@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from twisted.internet.defer import DeferredList
+from twisted.internet.defer import Deferred, DeferredList
 from twisted.python import log
 
 from ..crypto.lease_secrets import LeaseSecrets
@@ -44,11 +44,17 @@ class Probe:
 
 
 def report_corrupt(server: StorageServerHandle, kind: bytes, storage_index: bytes, shnum: int,
-                   reason: str) -> None:
-    """Log a corrupt share and tell its server (``advise_corrupt_share``), ignoring failures."""
+                   reason: str) -> Deferred:
+    """Log a corrupt share and tell its server (``advise_corrupt_share``), ignoring failures.
+
+    :returns: a Deferred that fires (with None, never failing) once the server answered:
+        ours has then moved an immutable share aside that it found corrupt too.
+    """
     log.msg(f"{kind.decode()} share {shnum} on {server.nickname!r} is corrupt: {reason}")
-    d = server.storage.advise_corrupt_share(kind, storage_index, shnum, reason.encode("utf-8"))
+    d: Deferred = server.storage.advise_corrupt_share(kind, storage_index, shnum,
+                                                      reason.encode("utf-8"))
     d.addErrback(lambda f: None)
+    return d
 
 
 def add_lease(server: StorageServerHandle, storage_index: bytes, secrets: LeaseSecrets) -> object:

@@ -18,6 +18,11 @@ The network shell around :mod:`tahoe.mutable` (``reference/mutable-dirnodes.md``
 
 RSA work (key generation, private-key import) runs in worker threads; a
 small pool of pre-generated keys keeps ``create`` from waiting on it.
+
+Each servermap update, retrieve and publish appears in the operation history
+(``/status``: ``mapupdate`` with Tahoe's mode, ``retrieve``, ``publish``), and
+retrieves and publishes are counted in the ``mutable.*`` statistics
+(``reference/frontends.md`` §5), directories included.
 """
 from __future__ import annotations
 
@@ -42,6 +47,8 @@ from ..mutable.layout import PROBE_SIZE, parse_header, private_key_range
 from ..mutable.reader import decode_shares
 from ..mutable.servermap import ServerMap
 from ..mutable.slot_writes import check_write_answer, plan_publish, read_vector
+from ..stats.registry import Statistics
+from .history import OperationHistory
 from .storage_api import ServerGone
 from .broker import StorageBroker, StorageServerHandle
 from .mapupdate import Probe, report_corrupt, survey
@@ -102,11 +109,17 @@ class MutableClient:
     """Creates and opens mutable files through one broker.
 
     :param params: the default k and N for new files (``needed``, ``total``).
+    :param history: where operations are recorded (a private one by default).
+    :param stats: where retrieves and publishes are counted, if anywhere.
     """
 
     def __init__(self, broker: StorageBroker, lease_secrets: ClientLeaseSecrets,
-                 needed: int, total: int, clock: Any, keypool: KeyPool | None = None) -> None:
+                 needed: int, total: int, clock: Any, keypool: KeyPool | None = None,
+                 history: OperationHistory | None = None,
+                 stats: Statistics | None = None) -> None:
         self.broker = broker
+        self.history = history if history is not None else OperationHistory()
+        self.stats = stats
         self.lease_secrets = lease_secrets
         self.needed = needed
         self.total = total
@@ -162,13 +175,30 @@ class MutableFileNode:
         """Ask the servers of the ring (up to 2N + k) for every share's header (one round trip)."""
         servers = self.client.servers_for(self.storage_index)
         limit = 2 * (self.total or self.client.total) + (self.needed or self.client.needed)
-        return await survey(self.storage_index, self.fingerprint, servers[:max(limit, 1)])
+        mode = "MODE_WRITE" if want_private_key else "MODE_READ"
+        with self.client.history.record("mapupdate", self.storage_index, None,
+                                        self.client.clock, mode):
+            return await survey(self.storage_index, self.fingerprint, servers[:max(limit, 1)])
+
+    def _count(self, action: str, size: int) -> None:
+        """Count one retrieve or publish (``action``) of ``size`` bytes."""
+        if self.client.stats is not None:
+            self.client.stats.count(f"mutable.files_{action}")
+            self.client.stats.count(f"mutable.bytes_{action}", size)
 
     def _report(self, server: StorageServerHandle, shnum: int, reason: str) -> None:
         report_corrupt(server, b"mutable", self.storage_index, shnum, reason)
 
     async def _retrieve(self, smap: ServerMap, probe: Probe) -> bytes:
         """The best recoverable version's plaintext, from whole shares."""
+        with self.client.history.record("retrieve", self.storage_index, None,
+                                        self.client.clock) as op:
+            plaintext = await self._retrieve_best(smap, probe)
+            op.size = len(plaintext)
+        self._count("retrieved", len(plaintext))
+        return plaintext
+
+    async def _retrieve_best(self, smap: ServerMap, probe: Probe) -> bytes:
         best = smap.best_recoverable_version()
         if best is None:
             found = len({n for (_, n) in smap.shares()})
@@ -206,6 +236,17 @@ class MutableFileNode:
             for sid in holders.get(shnum, ()):
                 self._report(probe.servers[sid], shnum, reason)
         return decoded.plaintext
+
+    async def size(self) -> int:
+        """The size of the current contents, from a servermap update (nothing is decoded).
+
+        :raises UnrecoverableFile: when no version can be rebuilt.
+        """
+        smap, _ = await self._servermap(want_private_key=False)
+        best = smap.best_recoverable_version()
+        if best is None:
+            raise UnrecoverableFile("no recoverable version of this mutable file was found")
+        return int(best.data_length)
 
     async def read(self) -> bytes:
         """The current contents (the best recoverable version).
@@ -249,6 +290,12 @@ class MutableFileNode:
 
         :raises UncoordinatedWriteError: when another writer got in between.
         """
+        with self.client.history.record("publish", self.storage_index, len(data),
+                                        self.client.clock):
+            await self._publish(data, smap, keys)
+        self._count("published", len(data))
+
+    async def _publish(self, data: bytes, smap: ServerMap, keys: MutableKeys) -> None:
         client = self.client
         needed = self.needed or client.needed
         total = self.total or client.total

@@ -5,7 +5,12 @@ A file found unhealthy but recoverable is repaired:
 * immutable (with a read cap): the plaintext is downloaded (verified) into
   a temporary file and uploaded again with the cap's key, k, N and the
   original segment size, which gives the very same shares; servers that
-  still hold a share answer ``alreadygot``, so only the missing ones move;
+  still hold a share answer ``alreadygot``, so only the missing ones move.
+  A share a verify found corrupt is replaced too (Tahoe 1.20 leaves it): the
+  check waited for the servers' answers to its corruption advisories, and
+  ours move a share aside that fails a check against itself
+  (``storage/quarantine.py``), so the upload writes a good copy; the
+  post-repair results then come from a new check;
 * mutable (with a write cap): the best version is read and published again
   as a new version, to every server of the ring.
 
@@ -52,7 +57,13 @@ async def check_and_repair(services: Any, cap: Any, add_lease: bool = False,
         attempted = True
         try:
             if isinstance(inner, CHKReadCap):
-                post = _immutable_post(pre, inner, await _repair_immutable(services, inner))
+                upload = await _repair_immutable(services, inner)
+                if details["list-corrupt-shares"]:
+                    # Corrupt shares were moved aside by their servers and replaced:
+                    # what holds now is what a new check sees.
+                    post = await checker.check(cap, verify=verify)
+                else:
+                    post = _immutable_post(pre, inner, upload)
             else:
                 node = services.mutable.open(inner)
                 await node.overwrite(await node.read())

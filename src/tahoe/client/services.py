@@ -40,7 +40,7 @@ class ClientServices:
         self.checker = Checker(broker, self.lease_secrets)
         self.keypool = KeyPool()
         self.mutable = MutableClient(broker, self.lease_secrets, params.needed, params.total,
-                                     clock, self.keypool)
+                                     clock, self.keypool, history=self.history, stats=stats)
         self.directories = DirectoryClient(self.mutable, self)
 
     def start(self) -> None:
@@ -48,25 +48,27 @@ class ClientServices:
         self.keypool.start()
 
     async def upload(self, source: Uploadable) -> UploadResult:
-        """Upload an immutable file (LIT when small), recording it in :attr:`history`."""
-        op = self.history.start("upload", None, source.size, self.clock.seconds())
-        try:
-            result = await self._upload(source)
-        except BaseException as error:
-            self.history.finish(op, self.clock.seconds(), f"failed: {type(error).__name__}")
-            raise
-        self.history.finish(op, self.clock.seconds(), "done", result.storage_index)
+        """Upload an immutable file (LIT when small), recording it in :attr:`history`
+        with its hashing and pushing progress."""
+        with self.history.record("upload", None, source.size, self.clock) as op:
+            def progress(phase: str, fraction: float) -> None:
+                if phase == "hash":
+                    op.hash_progress = fraction
+                else:
+                    op.progress = fraction
+            result = await self._upload(source, progress)
+            op.storage_index = result.storage_index
         return result
 
-    async def _upload(self, source: Uploadable) -> UploadResult:
+    async def _upload(self, source: Uploadable, progress: Any) -> UploadResult:
         if self.stats is None:
-            return await self.uploader.upload(source)
+            return await self.uploader.upload(source, progress=progress)
         # statistics (reference/frontends.md §5): counted at the start, LIT included;
         # our own latency and speed samples only for CHK uploads that succeed
         self.stats.count("uploader.files_uploaded")
         self.stats.count("uploader.bytes_uploaded", source.size)
         timer = self.stats.timer()
-        result = await self.uploader.upload(source)
+        result = await self.uploader.upload(source, progress=progress)
         if result.storage_index is not None:
             timer.done("uploader.latencies.upload", "uploader.rates.upload", source.size)
         return result

@@ -26,6 +26,7 @@ Facts: ``reference/storage-protocol.md`` §8, ``reference/immutable.md`` §7.5, 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from attrs import define, field, frozen
@@ -55,6 +56,15 @@ MAX_WRITE = 4 * 1024 * 1024
 ALLOCATE_TIMEOUT = 30.0
 #: Chunk size of the convergent-key pass.
 HASH_CHUNK = 4 * 1024 * 1024
+
+#: Told how far an upload got: ``("hash", fraction)`` during the convergent-key pass
+#: (called from a worker thread for large files), ``("push", fraction)`` as segments are
+#: encoded and handed to the servers within the window.
+UploadProgress = Callable[[str, float], None]
+
+
+def _no_progress(phase: str, fraction: float) -> None:
+    """Ignore progress."""
 
 
 @frozen
@@ -123,13 +133,15 @@ class Uploader:
         self._clock = clock
 
     async def upload(self, source: Uploadable, params: EncodingParameters | None = None,
-                     key: bytes | None = None) -> UploadResult:
+                     key: bytes | None = None,
+                     progress: UploadProgress = _no_progress) -> UploadResult:
         """Upload ``source`` and return its cap.
 
         :param key: the AES key to use instead of the convergent one (a repair
             re-encodes a file with the key of its cap; with the file's own k, N
             and segment size that gives the very same shares, and servers that
             hold one already answer ``alreadygot``, so only missing shares move).
+        :param progress: told how far the hashing and the pushing got.
         :raises UploadUnhappinessError: if too few servers took shares.
         """
         params = params or self._params
@@ -139,20 +151,23 @@ class Uploader:
             return UploadResult(LiteralCap(source.read(0, size)), None, {}, 0, {"total": 0.0})
         geometry = params.geometry(size)
         if key is None:
-            key = await self._convergent_key(source, geometry)
+            key = await self._convergent_key(source, geometry, progress)
+        progress("hash", 1.0)
         hashed = time.monotonic()
         encoder = ImmutableEncoder(key, size, params)
-        upload = _Upload(self, encoder, source, params, self._clock)
+        upload = _Upload(self, encoder, source, params, self._clock, progress)
         result = await upload.run()
         timings = {"hash": hashed - started, "push": time.monotonic() - hashed,
                    "total": time.monotonic() - started}
         return UploadResult(result[0], encoder.storage_index, result[1], result[2], timings)
 
-    async def _convergent_key(self, source: Uploadable, geometry: SegmentGeometry) -> bytes:
+    async def _convergent_key(self, source: Uploadable, geometry: SegmentGeometry,
+                              progress: UploadProgress) -> bytes:
         def hash_all() -> bytes:
             hasher = ConvergentKeyHasher(self._convergence, geometry)
             for offset in range(0, source.size, HASH_CHUNK):
                 hasher.update(source.read(offset, HASH_CHUNK))
+                progress("hash", min(1.0, (offset + HASH_CHUNK) / source.size))
             return hasher.key()
         if source.size <= INLINE_LIMIT:
             return hash_all()
@@ -164,8 +179,10 @@ class _Upload:
     """The state of one CHK upload in flight."""
 
     def __init__(self, uploader: Uploader, encoder: ImmutableEncoder, source: Uploadable,
-                 params: EncodingParameters, clock: Any) -> None:
+                 params: EncodingParameters, clock: Any,
+                 progress: UploadProgress = _no_progress) -> None:
         self.encoder = encoder
+        self.progress = progress
         self.source = source
         self.params = params
         self.clock = clock
@@ -246,7 +263,11 @@ class _Upload:
                 self._reassign(shnum, sent + push.pending.pop(shnum, []),
                                f"{push.name} refused share {shnum}")
             else:
+                # The server holds this share already: what is still to come for it
+                # goes nowhere (kept, it would fill the window for good).
                 push.pending.pop(shnum, None)
+                if self.share_owner.get(shnum) is push:
+                    del self.share_owner[shnum]
         push.unconfirmed.clear()
         if self.all_sent:
             self._flush_push(push)
@@ -323,16 +344,19 @@ class _Upload:
                 push.outstanding += len(data)
                 d = writer.write(offset, data)
                 d.addCallbacks(self._acked, self._write_failed, callbackArgs=(push, len(data)),
-                               errbackArgs=(push,))
+                               errbackArgs=(push, len(data)))
 
     def _acked(self, _: Any, push: _Push, length: int) -> None:
-        push.outstanding -= length
+        push.outstanding = max(0, push.outstanding - length)
         if push.backlog() <= WINDOW_BYTES:
             push.wake()
 
-    def _write_failed(self, failure: Failure, push: _Push) -> None:
+    def _write_failed(self, failure: Failure, push: _Push, length: int) -> None:
         if failure.check(ShareNotAllocated):
-            return  # the allocation's answer deals with the share
+            # The allocation's answer deals with the share; these bytes are no longer
+            # on their way (a server that holds the share already refuses them).
+            self._acked(None, push, length)
+            return
         self._push_failed(failure, push)
 
     async def _window(self) -> None:
@@ -373,6 +397,7 @@ class _Upload:
             if not inline:
                 self._flush_all()
             await self._window()
+            self.progress("push", (segnum + 1) / count)
         trailer = encoder.finish()
         for shnum in range(self.params.total):
             self._send(shnum, trailer.tail_offset, trailer.tail(shnum))

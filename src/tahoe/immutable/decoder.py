@@ -16,7 +16,8 @@ from .errors import (BadBlock, BadCrypttext, CorruptShare, ImmutableFormatError,
                      NotEnoughShares)
 from .hashtree import build_tree
 from .layout import MAX_HEADER_SIZE, ShareLayout, layout_for, parse_chain, parse_hashes, parse_header
-from .ueb import consistency_problems
+from ..util.hashutil import uri_extension_hash
+from .ueb import consistency_problems, parse_fields
 from .verifier import FileVerifier
 
 #: Refuse to read a UEB claimed to be longer than this (real ones are ~330 bytes).
@@ -256,3 +257,30 @@ def verify_share(cap: CHKReadCap | CHKVerifyCap, shnum: int, share: bytes) -> li
     except (ImmutableFormatError, BadCrypttext) as error:
         problems.append(str(error))
     return problems
+
+
+def verify_share_without_cap(storage_index: bytes, shnum: int, share: bytes) -> list[str]:
+    """Check one share against its own UEB, as a storage server (which has no cap) can.
+
+    The UEB is trusted as written and every other byte is checked against it
+    (:func:`verify_share` with the verify cap the UEB implies): a flipped bit in
+    the blocks, trees or chain is found; only a UEB rewritten to agree with the
+    rest would pass.
+
+    :returns: the problems found; empty when the share agrees with itself.
+    :raises ShareVersionUnknown: or :class:`LayoutInvalid`, when the header itself is not
+        one of a share of a known version: such bytes may be a format this version does
+        not know, and are not judged.
+    """
+    layout = parse_header(share[:MAX_HEADER_SIZE])
+    try:
+        start = layout.uri_extension + layout.ueb_length_size
+        length = layout.parse_ueb_length(share[layout.uri_extension:start])
+        ueb_data = share[start:start + min(length, MAX_UEB_READ)]
+        fields = parse_fields(ueb_data)
+        cap = CHKVerifyCap(storage_index, uri_extension_hash(ueb_data),
+                           int(fields["needed_shares"]), int(fields["total_shares"]),
+                           int(fields["size"]))
+    except (ImmutableFormatError, KeyError, TypeError, ValueError) as error:
+        return [f"the share's own UEB cannot be read: {error}"]
+    return verify_share(cap, shnum, share)

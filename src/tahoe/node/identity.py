@@ -1,4 +1,5 @@
-"""A node's long-lived identity files: Ed25519 key, permutation seed, announcement seqnum.
+"""A node's identity files: Ed25519 key, permutation seed, announcement seqnum, and the
+API token made anew at each start.
 
 Facts: ``reference/storage-protocol.md`` §4.2 and §7.3-7.4. The key and the
 seed, once written, are kept forever: clients place shares by the seed.
@@ -69,3 +70,14 @@ def next_announcement_seqnum(basedir: Path) -> int:
             current = 0
     write_atomically(seq_file, f"{current + 1}\n")
     return current + 1
+
+
+def create_api_auth_token(basedir: Path,
+                          random_bytes: Callable[[int], bytes] = os.urandom) -> bytes:
+    """Write a new ``private/api_auth_token`` (url-safe base64 of 32 random bytes and a
+    newline, mode 0600) and return the token; Tahoe makes a new one at every start, and
+    ``tahoe status`` and the ``/private`` pages use it."""
+    import base64
+    token = base64.urlsafe_b64encode(random_bytes(32))
+    write_atomically(basedir / "private" / "api_auth_token", token + b"\n", mode=0o600)
+    return token

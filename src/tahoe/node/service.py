@@ -41,12 +41,13 @@ from ..web.status import StatusResource
 from ..web.storage_status import StorageStatusResource
 from ..web.named import NamedFileRoot
 from ..web.operations import OperationsResource
+from ..web.private import PrivateResource
 from ..web.unlinked import URIResource
 from ..web.server import start_web_server
 from .config import INTRODUCER
 from .fileutil import write_atomically
-from .identity import (load_or_create_permutation_seed, load_or_create_signing_key,
-                       next_announcement_seqnum)
+from .identity import (create_api_auth_token, load_or_create_permutation_seed,
+                       load_or_create_signing_key, next_announcement_seqnum)
 from .nodedir import NodeDirectory
 from .portswitch import PortSwitch
 from .tub import create_outbound_tub, create_tub, listen, register_persistent, tubid_bytes
@@ -117,6 +118,7 @@ class Node:
         self.storage_client_tub: Tub | None = None
         self.client: ClientServices | None = None
         self.web_port: Any = None
+        self.sftp_port: Any = None
         self.stats: NodeStatistics | None = None
         self.crawlers: list[Any] = []
         self.nickname = "" if self.config.nickname == "<unspecified>" else self.config.nickname
@@ -205,6 +207,8 @@ class Node:
                 client.publish("storage", signed)
             client.start()
 
+        # A new API token at every start, as Tahoe (tahoe status and /private read it).
+        token = create_api_auth_token(self.basedir)
         if self.config.web_port:
             nodeid = key.public_key.server_id
             root = WelcomeResource(
@@ -219,12 +223,21 @@ class Node:
             root.putChild(b"statistics", StatisticsResource(self.stats.document))
             root.putChild(b"status", StatusResource(self.client.history))
             root.putChild(b"operations", OperationsResource(uri.gateway.operations))
+            root.putChild(b"private", PrivateResource(token))
             crawlers = (self.crawlers[0], self.crawlers[1]) if self.crawlers else None
             root.putChild(b"storage", StorageStatusResource(
                 (self.nickname, nodeid), self.stats.document, crawlers,
                 self.clock))
             self.web_port = await start_web_server(self.reactor, self.config.web_port, root,
                                                    self.basedir)
+        sftpd = self.config.sftpd
+        if sftpd.enabled:
+            # Twisted Conch is imported only by nodes that serve SFTP.
+            from ..frontends.sftp_service import start_sftp
+            assert sftpd.host_pubkey_file and sftpd.host_privkey_file and sftpd.accounts_file
+            self.sftp_port = await start_sftp(
+                self.reactor, str(self.basedir), sftpd.port, sftpd.host_pubkey_file,
+                sftpd.host_privkey_file, sftpd.accounts_file, self.client)
 
     def _start_storage(self, key: Any) -> tuple[bytes, bytes, bytes]:
         assert self.tub is not None
@@ -299,6 +312,8 @@ class Node:
             self.broker.stop()
         if self.web_port is not None:
             await self.web_port.stopListening()
+        if self.sftp_port is not None:
+            await self.sftp_port.stopListening()
         if self.storage_client_tub is not None:
             await self.storage_client_tub.stopService()
         if self.tub is not None:

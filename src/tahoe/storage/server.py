@@ -31,6 +31,7 @@ from .immutable_container import ImmutableContainer
 from .leases import OWNER_ADD_LEASE, OWNER_ALLOCATE, expiration_for, new_lease
 from .mutable_container import MAX_SIZE as MAX_MUTABLE_SIZE
 from .mutable_container import MutableContainer
+from .quarantine import QUARANTINE_DIR, quarantine_if_corrupt
 from .slots import SlotOperations
 from .space import available_space, fit_allocations, remaining_space, reported_space
 
@@ -250,7 +251,9 @@ class StorageServer:
 
     def advise_corrupt_share(self, share_type: bytes, storage_index: bytes, shnum: int,
                              reason: bytes) -> None:
-        """Keep a client's corruption report in ``corruption-advisories/`` (§2.8, §4.6).
+        """Keep a client's corruption report in ``corruption-advisories/`` (§2.8, §4.6);
+        an immutable share that indeed fails a check against itself is moved aside
+        (:mod:`.quarantine`), so that a repair can put a good copy in its place.
 
         A report about a share this server does not hold, or one larger than
         the available space, is only logged.
@@ -275,6 +278,14 @@ class StorageServer:
         name = advisory_file_name(self._clock.seconds(), storage_index, shnum)
         disk.write_new_file(os.path.join(self._advisory_dir, name), report)
         self._log.info("corruption advisory written: {name}", name=name)
+        if kind == "immutable":
+            path = self._share_files(storage_index)[shnum]
+            problems = quarantine_if_corrupt(self._root, storage_index, shnum, path,
+                                             self._clock.seconds())
+            if problems:
+                self._log.warn("share {si} {shnum} is corrupt ({problems}): moved to {dir}/",
+                               si=storage_index.hex(), shnum=shnum,
+                               problems="; ".join(problems), dir=QUARANTINE_DIR)
         return None
 
     # for transports

@@ -28,6 +28,7 @@ BUCKET_RENEWAL_TAG = b"allmydata_bucket_renewal_secret_v1"
 BUCKET_CANCEL_TAG = b"allmydata_bucket_cancel_secret_v1"
 PLAINTEXT_TAG = b"allmydata_plaintext_v1"
 PLAINTEXT_SEGMENT_TAG = b"allmydata_plaintext_segment_v1"
+BACKUPDB_DIRHASH_TAG = b"allmydata_backupdb_dirhash_v1"
 
 IMMUTABLE_TAGS = {
     "CONVERGENT_KEY_TAG": CONVERGENT_KEY_TAG,
@@ -104,6 +105,11 @@ def crypttext_hasher() -> TaggedHasher:
 def uri_extension_hash(ueb: bytes) -> bytes:
     """Hash a serialized URI extension block; the result goes in the cap."""
     return tagged_hash(UEB_TAG, ueb)
+
+
+def backupdb_dirhash(contents: bytes) -> bytes:
+    """The hash ``tahoe backup`` files a directory's packed contents under (backupdb)."""
+    return tagged_hash(BACKUPDB_DIRHASH_TAG, contents)
 
 
 def storage_index_from_key(key: bytes) -> bytes:

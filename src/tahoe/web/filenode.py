@@ -60,6 +60,26 @@ def parse_range(header: bytes | None, size: int) -> tuple[int, int] | None | str
     return first, min(last, size - 1)
 
 
+def select_range(request: Request, size: int) -> tuple[int, int]:
+    """Apply the request's Range header to a body of ``size`` bytes: ``(first, length)``.
+
+    A satisfiable range sets 206 and ``Content-Range`` (for GET and HEAD alike,
+    as Tahoe does); no header, or one that is ignored, selects the whole body.
+
+    :raises WebError: 416 ``First beyond end of file`` when the range starts past the end.
+    """
+    wanted = parse_range(request.getHeader(b"range"), size)
+    if wanted == "unsatisfiable":
+        request.setHeader(b"Content-Range", b"bytes */%d" % size)
+        raise WebError("First beyond end of file", 416)
+    if wanted is None:
+        return 0, size
+    first, last = wanted  # type: ignore[misc]
+    request.setResponseCode(206)
+    request.setHeader(b"Content-Range", b"bytes %d-%d/%d" % (first, last, size))
+    return first, max(0, last - first + 1)
+
+
 def file_json(cap: CHKReadCap | LiteralCap, metadata: dict | None = None) -> list:
     """``["filenode", {...}]`` for an immutable file (§3.4)."""
     return json_nodes.file_json(cap, None, metadata)
@@ -107,7 +127,10 @@ class ImmutableFileResource(resource.Resource):
         if arg(request, "t", ""):
             raise WebError("HEAD is only allowed on file contents (no t=)")
         self._content_headers(request)
-        request.setHeader(b"Content-Length", b"%d" % self._cap.size)
+        if self._etag(request, ""):
+            return None
+        _, length = select_range(request, self._cap.size)
+        request.setHeader(b"Content-Length", b"%d" % length)
         return None
 
     async def _get(self, request: Request) -> bytes | None:
@@ -143,15 +166,7 @@ class ImmutableFileResource(resource.Resource):
         self._content_headers(request)
         if self._etag(request, ""):
             return b""
-        wanted = parse_range(request.getHeader(b"range"), size)
-        if wanted == "unsatisfiable":
-            request.setHeader(b"Content-Range", b"bytes */%d" % size)
-            raise WebError("First beyond end of file", 416)
-        first, last = (0, size - 1) if wanted is None else wanted  # type: ignore[misc]
-        length = max(0, last - first + 1)
-        if wanted is not None:
-            request.setResponseCode(206)
-            request.setHeader(b"Content-Range", b"bytes %d-%d/%d" % (first, last, size))
+        first, length = select_range(request, size)
         if isinstance(cap, LiteralCap):
             return cap.data[first:first + length]
         download = self._client.download(cap)

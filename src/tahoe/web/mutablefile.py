@@ -22,7 +22,7 @@ from ..mutable.errors import UnrecoverableFile
 from ..util import base32
 from .common import WebError, arg
 from .dirhtml import info_page
-from .filenode import content_type_for, parse_range
+from .filenode import content_type_for, select_range
 from .json_nodes import dumps, file_json
 from .traversal import Gateway
 
@@ -146,15 +146,8 @@ class MutableFileView:
         if (arg(request, "save", "") or "").lower() in ("true", "t", "1", "on"):
             request.setHeader(b"Content-Disposition",
                               b'attachment; filename="' + filename.encode("utf-8") + b'"')
-        wanted = parse_range(request.getHeader(b"range"), size)
-        if wanted == "unsatisfiable":
-            request.setHeader(b"Content-Range", b"bytes */%d" % size)
-            raise WebError("First beyond end of file", 416)
-        if wanted is not None:
-            first, last = wanted  # type: ignore[misc]
-            request.setResponseCode(206)
-            request.setHeader(b"Content-Range", b"bytes %d-%d/%d" % (first, last, size))
-            data = data[first:last + 1]
+        first, length = select_range(request, size)
+        data = data[first:first + length]
         if request.method == b"HEAD":
             request.setHeader(b"Content-Length", b"%d" % len(data))
             return None

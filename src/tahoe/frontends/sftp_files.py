@@ -1,0 +1,237 @@
+"""Open files of the SFTP frontend: reading from the grid, writing through a local spool.
+
+* A file opened for reading only is read from the grid as the client asks:
+  a CHK file through one streaming download that moves on with sequential
+  requests (a client such as OpenSSH's ``sftp`` has many reads in flight, at
+  increasing offsets) and starts again only on a seek; a literal file from
+  its cap; a mutable file whole, once.
+* A file opened for writing collects the client's writes in a spool (memory
+  up to :data:`SPOOL_MEMORY`, then a temporary file), starting from the old
+  contents unless it is truncated; on close the spool is handed to the
+  ``commit`` callback, which uploads it and links it, and the close is
+  answered only then: a client whose ``put`` succeeded knows its file is on
+  the grid.
+
+Requests on one handle are answered in the order they arrive.
+"""
+from __future__ import annotations
+
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, BinaryIO
+
+from twisted.conch.interfaces import ISFTPFile
+from twisted.internet.defer import Deferred, DeferredLock
+from zope.interface import implementer
+
+__all__ = ["SPOOL_MEMORY", "Listing", "PendingReader", "ReadHandle", "WriteHandle", "new_spool"]
+
+#: Bytes of a file being written that stay in memory; beyond, a temporary file.
+SPOOL_MEMORY = 1024 * 1024
+#: What :class:`ReadHandle` is given to read: ``(offset, length) -> chunks`` of the file.
+Reader = Callable[[int, int], AsyncIterator[bytes]]
+
+
+def new_spool() -> BinaryIO:
+    """An empty spool for a file being written."""
+    return tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY)  # type: ignore[return-value]
+
+
+def _in_order(lock: DeferredLock, work: Callable[[], Awaitable[Any]]) -> Deferred:
+    async def run() -> Any:
+        await lock.acquire()
+        try:
+            return await work()
+        finally:
+            lock.release()
+    return Deferred.fromCoroutine(run())
+
+
+@implementer(ISFTPFile)
+class ReadHandle:
+    """A file of ``size`` bytes opened for reading.
+
+    :param reader: starts a read of the file at an offset (length -1: to the end).
+    :param attrs: the attributes shown for the open file.
+    """
+
+    def __init__(self, size: int, reader: Reader, attrs: dict[str, Any]) -> None:
+        self.size = size
+        self._reader = reader
+        self._attrs = attrs
+        self._lock = DeferredLock()
+        self._chunks: AsyncIterator[bytes] | None = None
+        self._buffer = b""
+        self._position = 0  # file offset of the start of _buffer
+
+    def readChunk(self, offset: int, length: int) -> Deferred:  # noqa: N802 (Conch)
+        """``length`` bytes at ``offset`` (fewer at the end); EOFError past the end."""
+        return _in_order(self._lock, lambda: self._read(offset, length))
+
+    async def _read(self, offset: int, length: int) -> bytes:
+        if offset >= self.size:
+            raise EOFError()
+        if self._chunks is None or offset != self._position:
+            await self._stop_stream()
+            self._chunks = self._reader(offset, -1)
+            self._buffer, self._position = b"", offset
+        while len(self._buffer) < length:
+            try:
+                self._buffer += await self._chunks.__anext__()
+            except StopAsyncIteration:
+                break
+        data, self._buffer = self._buffer[:length], self._buffer[length:]
+        self._position += len(data)
+        return data
+
+    async def _stop_stream(self) -> None:
+        if self._chunks is not None:
+            close = getattr(self._chunks, "aclose", None)
+            if close is not None:
+                await close()
+            self._chunks = None
+
+    def writeChunk(self, offset: int, data: bytes) -> None:  # noqa: N802 (Conch)
+        """Not open for writing."""
+        raise PermissionError("this file was opened for reading only")
+
+    def getAttrs(self) -> dict[str, Any]:  # noqa: N802 (Conch)
+        """The file's attributes."""
+        return dict(self._attrs)
+
+    def setAttrs(self, attrs: dict[str, Any]) -> None:  # noqa: N802 (Conch)
+        """Attributes cannot be changed on the grid; accepted and ignored."""
+
+    def close(self) -> Deferred:
+        """Stop any download in progress."""
+        return _in_order(self._lock, self._stop_stream)
+
+
+@implementer(ISFTPFile)
+class WriteHandle:
+    """A file being written (and perhaps read back) through a spool.
+
+    :param spool: holds the file's contents so far (the old ones unless truncated).
+    :param append: every write goes to the end (``FXF_APPEND``).
+    :param commit: ``commit(spool, size)`` stores the result on the grid.
+    :param attrs: the attributes shown for the open file (its size is kept current).
+    """
+
+    def __init__(self, spool: BinaryIO, append: bool,
+                 commit: Callable[[BinaryIO, int], Awaitable[None]],
+                 attrs: dict[str, Any]) -> None:
+        self._spool = spool
+        self._append = append
+        self._commit = commit
+        self._attrs = attrs
+        self._lock = DeferredLock()
+        self._closed = False
+        #: The client asked to close: its contents are on their way to the grid.
+        self.closing = False
+        #: The connection ended before the client closed the file: it is dropped.
+        self.abandoned = False
+        self._when_closed: list[Deferred] = []
+        spool.seek(0, 2)
+        self.size = spool.tell()
+
+    def writeChunk(self, offset: int, data: bytes) -> Deferred:  # noqa: N802 (Conch)
+        """Write ``data`` at ``offset`` (at the end in append mode)."""
+        async def write() -> None:
+            self._spool.seek(self.size if self._append else offset)
+            self._spool.write(data)
+            self.size = max(self.size, self._spool.tell())
+        return _in_order(self._lock, write)
+
+    def readChunk(self, offset: int, length: int) -> Deferred:  # noqa: N802 (Conch)
+        """Read back what is written so far."""
+        async def read() -> bytes:
+            if offset >= self.size:
+                raise EOFError()
+            self._spool.seek(offset)
+            return self._spool.read(length)  # type: ignore[no-any-return]
+        return _in_order(self._lock, read)
+
+    def getAttrs(self) -> dict[str, Any]:  # noqa: N802 (Conch)
+        """The file's attributes, with its size so far."""
+        return {**self._attrs, "size": self.size}
+
+    def setAttrs(self, attrs: dict[str, Any]) -> None:  # noqa: N802 (Conch)
+        """Truncation through ``size`` is applied; other attributes are ignored."""
+        if "size" in attrs and attrs["size"] is not None and attrs["size"] < self.size:
+            self._spool.truncate(attrs["size"])
+            self.size = attrs["size"]
+
+    def abandon(self) -> None:
+        """The connection is gone with the file still open: whatever was written is
+        dropped at the close that follows (half a file never replaces a whole one)."""
+        if not self.closing:
+            self.abandoned = True
+
+    def close(self) -> Deferred:
+        """Store the file on the grid (once; not if abandoned), then answer."""
+        self.closing = True
+
+        async def close() -> None:
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                self._spool.flush()
+                if not self.abandoned:
+                    await self._commit(self._spool, self.size)
+            finally:
+                self._spool.close()
+                waiting, self._when_closed = self._when_closed, []
+                for d in waiting:
+                    d.callback(None)
+        return _in_order(self._lock, close)
+
+    async def closed(self) -> None:
+        """Wait until a close asked for is done (the file is on the grid, or failed)."""
+        if self.closing and not (self._closed and self._spool.closed):
+            d: Deferred = Deferred()
+            self._when_closed.append(d)
+            await d
+
+
+@implementer(ISFTPFile)
+class PendingReader:
+    """A second opening, for reading, of a file still open for writing: reads what is
+    written so far (a file system client such as sshfs may do this)."""
+
+    def __init__(self, handle: WriteHandle) -> None:
+        self._handle = handle
+
+    def readChunk(self, offset: int, length: int) -> Deferred:  # noqa: N802 (Conch)
+        """As the writing handle reads."""
+        return self._handle.readChunk(offset, length)
+
+    def writeChunk(self, offset: int, data: bytes) -> None:  # noqa: N802 (Conch)
+        """Opened for reading only."""
+        raise PermissionError("this file was opened for reading only")
+
+    def getAttrs(self) -> dict[str, Any]:  # noqa: N802 (Conch)
+        """As the writing handle's."""
+        return self._handle.getAttrs()
+
+    def setAttrs(self, attrs: dict[str, Any]) -> None:  # noqa: N802 (Conch)
+        """Ignored."""
+
+    def close(self) -> None:
+        """The writing handle stays open."""
+
+
+class Listing:
+    """An open directory: its entries, handed out once."""
+
+    def __init__(self, entries: list[tuple[bytes, bytes, dict[str, Any]]]) -> None:
+        self._entries = iter(entries)
+
+    def __iter__(self) -> "Listing":
+        return self
+
+    def __next__(self) -> tuple[bytes, bytes, dict[str, Any]]:
+        return next(self._entries)
+
+    def close(self) -> None:
+        """Nothing to release."""
