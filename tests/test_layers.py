@@ -22,6 +22,8 @@ CORE_FILES = [
     *(f"node/{name}.py" for name in ("__init__", "errors", "config", "settings", "values",
                                       "yaml_files")),
     "web/__init__.py", "web/json_shapes.py",
+    *(f"web/{name}.py" for name in ("humanize", "svgchart", "page", "welcome", "checkhtml",
+                                     "statshtml")),
     "cli/aliases.py", "cli/errors.py",
     *(f"stats/{name}.py" for name in ("__init__", "samples", "registry", "cpu", "openmetrics")),
 ]
