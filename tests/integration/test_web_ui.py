@@ -39,8 +39,11 @@ def api(local_grid: ProxiedGrid) -> WebAPI:
 
 
 def wait_for(driver: Any, condition: Any, timeout: float = WAIT) -> Any:
+    """Poll ``condition`` until it holds (a page being replaced meanwhile is polled again)."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.support.wait import WebDriverWait
-    return WebDriverWait(driver, timeout, poll_frequency=0.1).until(condition)
+    return WebDriverWait(driver, timeout, poll_frequency=0.1, ignored_exceptions=(
+        NoSuchElementException, StaleElementReferenceException)).until(condition)
 
 
 def css(driver: Any, selector: str) -> Any:
@@ -104,7 +107,7 @@ for (const type of ["dragenter", "dragover", "drop"]) {
 def test_make_a_directory_upload_by_drag_and_drop_and_walk_the_breadcrumbs(
         driver: Any, local_grid: ProxiedGrid, api: WebAPI, tmp_path: Path) -> None:
     """Welcome page, new directory, subdirectory, dropped file with progress, crumbs, sorting."""
-    visit(driver, local_grid.client.url, "welcome")
+    visit(driver, local_grid.client.url)
     assert driver.title == "Tahoe-LAFS - Welcome"
     assert "10" in css(driver, "#health-servers .big").text
     assert "Connected to 10 of 10 known storage servers" in driver.page_source
@@ -273,6 +276,8 @@ def test_deep_operations_and_node_pages(driver: Any, local_grid: ProxiedGrid,
 
     driver.get(base + api.object_path(root) + "/?t=rename-form&name=readme.txt")
     clean(driver, "rename-form")
+    visit(driver, base + "/", "welcome")  # now with recent operations
+    assert 3 <= len(css_all(driver, "#health-recent li")) <= 5  # at least this test's uploads
     visit(driver, base + "/status", "status")
     assert css_all(driver, "svg.chart rect.bar")  # the rates of this session's operations
     visit(driver, base + "/statistics", "statistics")

@@ -106,18 +106,21 @@ def screenshot(driver: Any, name: str, *, max_height: int = 1600) -> Path:
     """
     GALLERY.mkdir(parents=True, exist_ok=True)
     path = GALLERY / f"{name}.png"
+    taken = GALLERY / f".{name}.{os.getpid()}.png"  # written whole, then renamed into place
     size = driver.get_window_size()
     content = driver.execute_script("return document.documentElement.scrollHeight")
     driver.set_window_size(size["width"], min(max_height, max(400, int(content) + 90)))
     try:
-        assert driver.save_screenshot(str(path))
+        assert driver.save_screenshot(str(taken))
     finally:
         driver.set_window_size(size["width"], size["height"])
     try:
         from PIL import Image
     except ImportError:  # Pillow comes with the bench extra; without it the PNG stays as taken
+        taken.replace(path)
         return path
-    with Image.open(path) as image:
+    with Image.open(taken) as image:
         small = image.convert("RGB").quantize(colors=96, method=Image.Quantize.MEDIANCUT)
-    small.save(path, optimize=True)
+    small.save(taken, format="PNG", optimize=True)
+    taken.replace(path)
     return path
