@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test interop-env system-packages bench bench-compare bench-core bench-profile bench-backup run clean
+.PHONY: test screenshots interop-env system-packages bench bench-compare bench-core bench-profile bench-backup run clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -25,6 +25,10 @@ system-packages:
 ## test: install into .venv if needed, then run the whole test suite (interop included)
 test: $(STAMP) interop-env system-packages
 	$(BIN)/python -m pytest -q tests
+
+## screenshots: run the browser tests and keep their screenshots as the gallery (docs/web-ui/)
+screenshots: $(STAMP) system-packages
+	TAHOE_WEB_UI_GALLERY=$(CURDIR)/docs/web-ui $(BIN)/python -m pytest -q tests/integration/test_web_ui.py
 
 ## bench-core: encode throughput of the pure core (64 MiB) against zfec and AES alone
 bench-core: $(STAMP)

@@ -11,6 +11,8 @@ setup(
     description="An erasure-coded, least-authority file store compatible with Tahoe-LAFS 1.20",
     package_dir={"": "src"},
     packages=find_packages("src"),
+    # the gateway's stylesheet, script and icon (tahoe.web.assets serves them)
+    package_data={"tahoe.web": ["static/*.css", "static/*.js", "static/*.svg"]},
     python_requires=">=3.11",
     install_requires=[
         "twisted[conch]",  # conch: the SFTP frontend

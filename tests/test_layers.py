@@ -23,6 +23,8 @@ CORE_FILES = [
                                       "yaml_files")),
     "web/__init__.py", "web/json_shapes.py",
     "frontends/__init__.py", "frontends/accounts.py", "frontends/sftp_paths.py",
+    *(f"web/{name}.py" for name in ("humanize", "svgchart", "page", "welcome", "checkhtml",
+                                     "statshtml")),
     "cli/aliases.py", "cli/errors.py",
     *(f"stats/{name}.py" for name in ("__init__", "samples", "registry", "cpu", "openmetrics")),
 ]

@@ -7,57 +7,24 @@ directory page is saved under ``test-artifacts/``.
 """
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.support.browser import chromium
 from tests.support.proxied_grid import ProxiedGrid
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 #: Seconds a page may take to load after a form is submitted.
 NAVIGATION_TIMEOUT = 60.0
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-INSTALLER = Path(__file__).resolve().parents[2] / "misc" / "ci" / "install-system-packages.sh"
-
-
-def _ensure_browser() -> None:
-    if os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK):
-        return
-    result = subprocess.run(["sh", str(INSTALLER)], capture_output=True, text=True)
-    if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
-        message = f"chromium/chromedriver missing and could not be installed: {result.stderr}"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
 
 
 @pytest.fixture
 def browser() -> Iterator[object]:
     """A headless Chromium driven by Debian's chromedriver, with a fresh profile."""
-    _ensure_browser()
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tempfile.mkdtemp(prefix="tahoe-chromium-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run", "--disable-sync",
-                 "--disable-quic", f"--user-data-dir={profile}", "--window-size=1200,900"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(60)
-    try:
+    with chromium(1200, 900) as driver:
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 def test_welcome_mkdir_upload_and_listing(local_grid: ProxiedGrid, browser: object,

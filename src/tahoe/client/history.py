@@ -54,6 +54,13 @@ class Operation:
         """Still running."""
         return self.finished is None
 
+    @property
+    def rate(self) -> float | None:
+        """Bytes per second of a finished operation with a size (None otherwise)."""
+        if self.finished is None or not self.size or self.finished <= self.started:
+            return None
+        return self.size / (self.finished - self.started)
+
     def as_json(self) -> dict[str, Any]:
         """Tahoe's JSON for one operation (a mapupdate's size is Tahoe's ``"-NA-"``)."""
         data: dict[str, Any] = {

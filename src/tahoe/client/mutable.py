@@ -256,6 +256,17 @@ class MutableFileNode:
         smap, probe = await self._servermap(want_private_key=False)
         return await self._retrieve(smap, probe)
 
+    async def size(self) -> int:
+        """The size in bytes of the current contents: one servermap update, no download.
+
+        :raises UnrecoverableFile: when no version can be rebuilt.
+        """
+        smap, _ = await self._servermap(want_private_key=False)
+        best = smap.best_recoverable_version()
+        if best is None:
+            raise UnrecoverableFile("no recoverable version of this mutable file was found")
+        return best.data_length
+
     # -- writing
 
     async def _keys(self, smap: ServerMap, probe: Probe) -> MutableKeys:

@@ -213,7 +213,8 @@ class Node:
             nodeid = key.public_key.server_id
             root = WelcomeResource(
                 lambda: [c.status() for c in self.introducer_clients],
-                broker.summaries, (self.nickname, nodeid))
+                broker.summaries, (self.nickname, nodeid), history=self.client.history,
+                happy=self.config.client.encoding_parameters().happy, clock=self.clock)
             uri = URIResource(self.client, self.config.client.mutable_format)
             root.putChild(b"uri", uri)
             root.putChild(b"cap", uri)

@@ -28,6 +28,8 @@ from ..dirnode.errors import (BadMetadata, ChildCapError, ChildOfWrongTypeError,
                               NotWriteableError)
 from ..immutable.errors import BadEncodingParameters
 from ..mutable.errors import NotEnoughShares, UncoordinatedWriteError, UnrecoverableFile
+from .errorpage import error_page
+from .headers import set_security_headers, wants_html
 
 #: ``replace=`` as Tahoe reads it: True, False, or only files may be replaced.
 Replace = Union[bool, Literal["only-files"]]
@@ -197,12 +199,6 @@ def body_uploadable(request: Request) -> Uploadable:
     return FileUploadable(content, size)
 
 
-def set_security_headers(request: Request) -> None:
-    """The headers Tahoe sends on every response."""
-    request.setHeader(b"X-Frame-Options", b"DENY")
-    request.setHeader(b"Referrer-Policy", b"no-referrer")
-
-
 def _child_name(error: BaseException) -> str:
     name = getattr(error, "name", None)
     return "<unknown name>" if name is None else repr(name)
@@ -273,9 +269,14 @@ def fail_request(request: Request, error: BaseException) -> None:
         request.loseConnection()
         return
     request.setResponseCode(status)
-    request.setHeader(b"Content-Type", b"text/plain; charset=utf-8")
-    request.setHeader(b"Content-Length", b"%d" % len(message.encode("utf-8") + b"\n"))
-    request.write(message.encode("utf-8") + b"\n")
+    if wants_html(request):  # a browser: the same status, a page with a way back
+        request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
+        body = error_page(status, message, request.path.decode("utf-8", "replace"))
+    else:
+        request.setHeader(b"Content-Type", b"text/plain; charset=utf-8")
+        body = message.encode("utf-8") + b"\n"
+    request.setHeader(b"Content-Length", b"%d" % len(body))
+    request.write(body)
     request.finish()
 
 

@@ -17,6 +17,7 @@ as it must:
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 from twisted.web import resource
@@ -31,7 +32,8 @@ from ..util import base32
 from .common import (ChildNotFound, WebError, status_for, arg, body_uploadable, boolean_arg,
                      mkdir_format, raw_arg, redirect, render_async, replace_arg,
                      requested_format)
-from .dirhtml import directory_info_page, directory_page, info_page, rename_form
+from .dirhtml import directory_page, rename_form
+from .infohtml import directory_info_page, unknown_info_page
 from .check import post_check
 from .deep import STREAMS, post_stream
 from .operations import STARTS, start_operation
@@ -39,12 +41,17 @@ from .dirpost import creation_children, post_directory, request_body, unlink
 from .filenode import ImmutableFileResource
 from .json_nodes import directory_json, dumps, unknown_json
 from .linking import link_cap, upload_and_link
-from .mutablefile import (MUTABLE_FILE_CAPS, READONLY_PUT, MutableFileView, offset_arg,
-                          private_key_arg, write_contents)
+from .mutablefile import (MUTABLE_FILE_CAPS, READONLY_PUT, MutableFileView, mutable_sizes,
+                          offset_arg, private_key_arg, write_contents)
 from .traversal import (Gateway, Target, creates_intermediate, ensure_subdirectory, path_names,
                         resolve, root_child, walk_directories)
 
 MKDIR_KINDS = ("mkdir", "mkdir-with-children", "mkdir-immutable")
+
+
+def new_handle() -> str:
+    """A fresh operation handle for a deep form: 26 random base32 characters, as the CLI's."""
+    return base32.b2a(os.urandom(16))[:26]
 
 
 def _cap_text(child: ChildNode) -> bytes:
@@ -76,7 +83,7 @@ class CapResource(resource.Resource):
             target = await resolve(self._gateway, root, names, create=False)
             if target.child is None:
                 raise ChildNotFound(target.name or "")
-            return await self._read(request, target, t)
+            return await self._read(request, target, t, names)
         if method == b"DELETE":
             return await self._delete(request, root, names)
         if method == b"PUT":
@@ -91,12 +98,13 @@ class CapResource(resource.Resource):
 
     # -- reading
 
-    async def _read(self, request: Request, target: Target, t: str) -> bytes | None:
+    async def _read(self, request: Request, target: Target, t: str,
+                    names: list[str]) -> bytes | None:
         child = target.child
         assert child is not None
         if child.is_directory:
             assert isinstance(child.cap, DirectoryCap)
-            return await self._read_directory(request, child.cap, t)
+            return await self._read_directory(request, child.cap, t, names)
         if child.is_file and isinstance(child.cap, (CHKReadCap, LiteralCap)):
             view = ImmutableFileResource(self._gateway.client, child.cap, target.name,
                                          target.metadata)
@@ -109,14 +117,13 @@ class CapResource(resource.Resource):
             request.setHeader(b"Content-Type", b"text/plain")
             return dumps(unknown_json(child, target.metadata, immutable))
         if t == "info":
-            rows = [("Object type", "unknown"), ("Cap", _cap_text(child).decode("utf-8",
-                                                                              "replace"))]
             request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
-            return info_page("Tahoe-LAFS - Unknown Object Info", rows)
+            return unknown_info_page(_cap_text(child).decode("utf-8", "replace"))
         raise WebError(f"GET unknown URI type: can only do t=info and t=json, not t={t}.\n"
                        f"Using a webapi server that supports a later version of Tahoe may help.")
 
-    async def _read_directory(self, request: Request, cap: DirectoryCap, t: str) -> bytes:
+    async def _read_directory(self, request: Request, cap: DirectoryCap, t: str,
+                              names: list[str]) -> bytes:
         if not cap.is_mutable and t in ("", "json", "uri", "readonly-uri") \
                 and cap.storage_index is not None:
             tag = f"DIR:{base32.b2a(cap.storage_index)}-{t}".encode("ascii")
@@ -127,11 +134,7 @@ class CapResource(resource.Resource):
         node = self._gateway.open(cap)
         if t == "":
             request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
-            try:
-                children = await node.list()
-            except Exception as error:  # the page shows why it cannot list
-                return directory_page(cap, None, status_for(error)[1])
-            return directory_page(cap, children)
+            return await self._listing(request, cap, names)
         if t == "json":
             request.setHeader(b"Content-Type", b"text/plain")
             try:
@@ -147,11 +150,25 @@ class CapResource(resource.Resource):
             return shown.to_string().encode("ascii")
         if t == "info":
             request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
-            return directory_info_page(cap)
+            return directory_info_page(cap, here=request.path.decode("utf-8", "replace"),
+                                       new_handle=new_handle)
         if t == "rename-form":
             request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
             return rename_form(cap, arg(request, "name", "") or "")
         raise WebError(f"GET directory: bad t={t}")
+
+    async def _listing(self, request: Request, cap: DirectoryCap, names: list[str]) -> bytes:
+        """The listing page, with the sizes of mutable files and the requested order."""
+        try:
+            children = await self._gateway.open(cap).list()
+        except Exception as error:  # the page shows why it cannot list
+            return directory_page(cap, None, status_for(error)[1])
+        mutable = {name: entry.child.cap for name, entry in children.items()
+                   if entry.child.is_file and isinstance(entry.child.cap, MUTABLE_FILE_CAPS)}
+        sizes = await mutable_sizes(self._gateway, mutable) if mutable else {}
+        return directory_page(cap, children, root=self._cap_text.strip(), names=names,
+                              sizes=sizes, sort=arg(request, "sort", "name") or "name",
+                              descending=(arg(request, "order") or "") == "desc")
 
     # -- DELETE
 

@@ -5,7 +5,6 @@ Facts: ``reference/frontends.md`` §3.1 (ETags, headers), §3.3 "Reading"
 """
 from __future__ import annotations
 
-import html
 import json
 import mimetypes
 import re
@@ -14,11 +13,13 @@ from typing import Any
 from twisted.web import resource
 from twisted.web.server import Request
 
-from ..caps.immutable import CHKReadCap, CHKVerifyCap, LiteralCap
+from ..caps.immutable import CHKReadCap, LiteralCap
 from ..client.services import ClientServices
 from ..util import base32
 from . import json_nodes
 from .common import StreamPausing, WebError, arg, boolean_arg, render_async
+from .headers import set_file_content_policy
+from .infohtml import file_info_page
 
 _RANGE = re.compile(r"\Abytes=(\d*)-(\d*)\Z")
 
@@ -149,12 +150,15 @@ class ImmutableFileResource(resource.Resource):
             request.setHeader(b"Content-Type", b"text/plain")
             return self._cap.to_string().encode("ascii")
         if t == "info":
-            return self._info_page(request)
+            request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
+            return file_info_page(self._cap, here=request.path.decode("utf-8", "replace"),
+                                  name=self._name, size=self._cap.size)
         raise WebError(f"GET file: bad t={t}")
 
     def _content_headers(self, request: Request) -> str:
         filename = arg(request, "filename") or self._name or "unknown"
         request.setHeader(b"Content-Type", content_type_for(filename))
+        set_file_content_policy(request, content_type_for(filename))
         request.setHeader(b"Accept-Ranges", b"bytes")
         if boolean_arg(request, "save", False):
             request.setHeader(b"Content-Disposition",
@@ -192,19 +196,3 @@ class ImmutableFileResource(resource.Resource):
         finally:
             request.unregisterProducer()
         return None
-
-    def _info_page(self, request: Request) -> bytes:
-        cap = self._cap
-        rows = [("Object type", "immutable file (LIT)" if isinstance(cap, LiteralCap)
-                 else "immutable file (CHK)"), ("Size", str(cap.size)),
-                ("Read-only cap", cap.to_string())]
-        if isinstance(cap, CHKReadCap):
-            rows.insert(1, ("Storage index", base32.b2a(cap.storage_index)))
-            verify: CHKVerifyCap = cap.verify_cap()
-            rows.append(("Verify cap", verify.to_string()))
-        body = "".join(f"<tr><th>{html.escape(k)}</th><td><code>{html.escape(v)}</code></td></tr>"
-                       for k, v in rows)
-        request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
-        return (f"<!DOCTYPE html><html><head><title>Tahoe-LAFS - File Info</title></head>"
-                f"<body><h1>File Info</h1><table>{body}</table>"
-                f"<p><a href=\"?t=json\">JSON</a></p></body></html>").encode("utf-8")

@@ -2,7 +2,8 @@
 
 A cap is the authority to read (or write) a file: paths under ``/uri/``,
 ``/cap/``, ``/file/`` and ``/named/`` are logged as ``[CENSORED]``, and so
-are the values of the ``uri`` and ``private-key`` arguments.
+are the values of the ``uri`` and ``private-key`` arguments and of any
+argument holding a cap (``to_dir=``, ``when_done=``, ``return_to=`` may).
 """
 from __future__ import annotations
 
@@ -11,12 +12,15 @@ from typing import Any
 
 _CAP_PATH = re.compile(rb"^(/(?:uri|cap|file|named)/)[^?]*")
 _SECRET_ARGS = re.compile(rb"([?&](?:uri|private-key)=)[^&]*")
+#: An argument whose value holds a cap, raw or percent-encoded (``URI:``, ``URI%3A``).
+_CAP_ARGS = re.compile(rb"([?&][^=&#]*=)[^&#]*?URI(?::|%3A)[^&#]*", re.IGNORECASE)
 
 
 def censor_uri(uri: bytes) -> bytes:
     """The request URI with every cap replaced by ``[CENSORED]``."""
     uri = _CAP_PATH.sub(rb"\1[CENSORED]", uri)
-    return _SECRET_ARGS.sub(rb"\1[CENSORED]", uri)
+    uri = _SECRET_ARGS.sub(rb"\1[CENSORED]", uri)
+    return _CAP_ARGS.sub(rb"\1[CENSORED]", uri)
 
 
 def _quote(value: bytes | None) -> str:

@@ -14,15 +14,18 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Callable, Mapping
 from typing import Any
+
+from twisted.internet import defer
 
 from ..caps.mutable import MDMFReadCap, MDMFWriteCap, MutableFormat, SSKReadCap, SSKWriteCap
 from ..crypto.rsa import RSAError, SigningKey
 from ..mutable.errors import UnrecoverableFile
-from ..util import base32
 from .common import WebError, arg
-from .dirhtml import info_page
 from .filenode import content_type_for, select_range
+from .headers import set_file_content_policy
+from .infohtml import file_info_page
 from .json_nodes import dumps, file_json
 from .traversal import Gateway
 
@@ -30,6 +33,10 @@ MutableFileCap = SSKWriteCap | SSKReadCap | MDMFWriteCap | MDMFReadCap
 WRITE_CAPS = (SSKWriteCap, MDMFWriteCap)
 MUTABLE_FILE_CAPS = (SSKWriteCap, SSKReadCap, MDMFWriteCap, MDMFReadCap)
 READONLY_PUT = "PUT to a mutable file: replace or update requested with read-only cap"
+#: A directory listing asks the sizes of this many mutable files at most…
+SIZES_LIMIT = 100
+#: …and waits this many seconds for them.
+SIZES_TIMEOUT = 10.0
 
 
 def offset_arg(request: Any) -> int | None:
@@ -67,6 +74,38 @@ def private_key_arg(request: Any) -> SigningKey | None:
 def spliced(old: bytes, data: bytes, offset: int) -> bytes:
     """``old`` with ``data`` written over it from ``offset`` (appended when at or past the end)."""
     return old[:offset] + data + old[offset + len(data):]
+
+
+async def mutable_sizes(gateway: Gateway, caps: Mapping[str, MutableFileCap],
+                        timeout: float = SIZES_TIMEOUT) -> dict[str, int | None]:
+    """The sizes of several mutable files at once (one servermap update each, in parallel).
+
+    A file whose size is not known within ``timeout`` seconds, or that is
+    unrecoverable, is None; at most :data:`SIZES_LIMIT` files are asked.
+    """
+    names = sorted(caps)[:SIZES_LIMIT]
+
+    async def size_of(cap: MutableFileCap) -> int | None:
+        try:
+            return await gateway.client.mutable.open(cap).size()
+        except Exception:  # noqa: BLE001 (any failure leaves the size unknown)
+            return None
+
+    found: dict[str, int | None] = {}
+
+    def record(name: str) -> Callable[[int | None], None]:
+        def store(size: int | None) -> None:
+            found[name] = size
+        return store
+
+    waits = [defer.ensureDeferred(size_of(caps[name])).addCallback(record(name)) for name in names]
+    everything = defer.DeferredList(waits)
+    everything.addTimeout(timeout, gateway.client.clock)
+    try:
+        await everything
+    except (defer.CancelledError, defer.TimeoutError):
+        pass  # the sizes not found in time stay unknown
+    return {name: found.get(name) for name in names}
 
 
 async def create_mutable(gateway: Gateway, data: bytes, fmt: str,
@@ -123,17 +162,22 @@ class MutableFileView:
             return self._cap.readonly().to_string().encode("ascii")
         if t == "info":
             request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
-            return self._info()
+            return file_info_page(self._cap, here=request.path.decode("utf-8", "replace"),
+                                  name=self._name, size=await self._size())
         raise WebError(f"GET file: bad t={t}")
 
     async def _read(self) -> bytes:
         return await self._gateway.client.mutable.open(self._cap).read()
 
-    async def _json(self, request: Any) -> bytes:
+    async def _size(self) -> int | None:
+        """The size of the current version (None when none is recoverable)."""
         try:
-            size: int | None = len(await self._read())
+            return await self._gateway.client.mutable.open(self._cap).size()
         except UnrecoverableFile:
-            size = None
+            return None
+
+    async def _json(self, request: Any) -> bytes:
+        size = await self._size()
         request.setHeader(b"Content-Type", b"text/plain")
         return dumps(file_json(self._cap, size, self._metadata))
 
@@ -142,6 +186,7 @@ class MutableFileView:
         size = len(data)
         filename = arg(request, "filename") or self._name or "unknown"
         request.setHeader(b"Content-Type", content_type_for(filename))
+        set_file_content_policy(request, content_type_for(filename))
         request.setHeader(b"Accept-Ranges", b"bytes")
         if (arg(request, "save", "") or "").lower() in ("true", "t", "1", "on"):
             request.setHeader(b"Content-Disposition",
@@ -152,14 +197,3 @@ class MutableFileView:
             request.setHeader(b"Content-Length", b"%d" % len(data))
             return None
         return data
-
-    def _info(self) -> bytes:
-        cap = self._cap
-        kind = "MDMF" if isinstance(cap, (MDMFWriteCap, MDMFReadCap)) else "SDMF"
-        rows = [("Object type", f"mutable file ({kind})"),
-                ("Storage index", base32.b2a(cap.storage_index))]
-        if isinstance(cap, WRITE_CAPS):
-            rows.append(("Read-write cap", cap.to_string()))
-        rows.append(("Read-only cap", cap.readonly().to_string()))
-        rows.append(("Verify cap", cap.verify_cap().to_string()))
-        return info_page("Tahoe-LAFS - File Info", rows)

@@ -32,6 +32,8 @@ from ..client.repairer import check_unit
 from ..dirnode.children import ChildNode
 from ..util import base32
 from .common import WebError, arg, boolean_arg, redirect, render_async
+from .headers import wants_html
+from .ophtml import deep_check_page, deep_size_page, deep_stats_page, manifest_page
 from .traversal import Gateway
 
 __all__ = ["OperationsResource", "Operations", "STARTS", "start_operation"]
@@ -232,16 +234,29 @@ def _size(op: Operation) -> int:
             + stats.get("size-directories", 0))
 
 
-def render_operation(op: Operation, output: str) -> tuple[bytes, bytes]:
-    """(content type, body) of an operation's status page in format ``output``."""
+def render_operation(op: Operation, output: str, *, browser: bool = False, handle: str = "",
+                     now: float = 0.0) -> tuple[bytes, bytes]:
+    """(content type, body) of an operation's status page in format ``output``.
+
+    :param browser: the client is a browser (:func:`~tahoe.web.headers.wants_html`):
+        deep-stats and deep-size then get a page too where API clients get
+        Tahoe's JSON and text (:mod:`tahoe.web.ophtml`).
+    :param handle: the operation's handle (the page links to itself).
+    :param now: the time, for the elapsed time of a running operation.
+    """
     text_plain = b"text/plain; charset=utf-8"
+    page_type = b"text/html; charset=utf-8"
     if op.kind == "deep-stats":
+        if browser and output == "html":
+            return page_type, deep_stats_page(op, handle, now)
         return text_plain, (json.dumps({**op.stats.results(), "finished": op.finished},
                                        indent=1) + "\n").encode()
     if op.kind == "deep-size":
         if output == "json":
             return text_plain, json.dumps({"finished": op.finished,
                                            "size": op.stats.results()}).encode()
+        if browser and output == "html":
+            return page_type, deep_size_page(op, handle, now)
         lines = f"finished: {'yes' if op.finished else 'no'}\n"
         return text_plain, (lines + (f"size: {_size(op)}\n" if op.finished else "")).encode()
     if op.kind == "manifest":
@@ -256,30 +271,10 @@ def render_operation(op: Operation, output: str) -> tuple[bytes, bytes]:
             lines = [f"finished: {'yes' if op.finished else 'no'}"]
             lines += [f"{'/'.join(path)} {cap}" for path, cap in op.manifest]
             return text_plain, ("\n".join(lines) + "\n").encode()
-        rows = "".join(f"<tr><td>{html.escape('/'.join(path))}</td><td>{html.escape(cap)}"
-                       f"</td></tr>" for path, cap in op.manifest)
-        return _html(op, "Manifest", f"<table border=1>{rows}</table>")
+        return page_type, manifest_page(op, handle, now)
     if output == "json":
         return text_plain, (json.dumps(_deep_check_json(op), indent=1) + "\n").encode()
-    unhealthy = "".join(f"<li>{html.escape('/'.join(path) or '<root>')}: "
-                        f"{html.escape(str(results.get('summary')))}</li>"
-                        for path, results in op.unhealthy_files)
-    body = (f"<p>Objects checked: {op.checked}; healthy: {op.healthy}; unhealthy: "
-            f"{op.unhealthy}; corrupt shares: {len(op.corrupt)}.</p>"
-            + (f"<h2>Unhealthy objects</h2><ul>{unhealthy}</ul>" if unhealthy else ""))
-    return _html(op, "Deep-Check Results", body)
-
-
-def _html(op: Operation, title: str, body: str) -> tuple[bytes, bytes]:
-    refresh = "" if op.finished else '<meta http-equiv="refresh" content="60">'
-    state = ("finished" if op.finished else "in progress") + (
-        f"; failed: {html.escape(op.error)}" if op.error else "")
-    page = (f"<!DOCTYPE html><html><head><title>Tahoe-LAFS - {title}</title>{refresh}</head>"
-            f"<body><h1>{title} for SI={html.escape(op.origin)}</h1><p>Operation {state}."
-            '</p>' + body + '<p><a href="">Reload</a></p>'
-            '<form method="post"><input type="hidden" name="t" value="cancel">'
-            '<input type="submit" value="Cancel"></form></body></html>')
-    return b"text/html; charset=utf-8", page.encode("utf-8")
+    return page_type, deep_check_page(op, handle, now)
 
 
 class OperationResource(resource.Resource):
@@ -304,7 +299,9 @@ class OperationResource(resource.Resource):
         if request.postpath and request.postpath[0]:
             return self._details(request, op, request.postpath[0].decode("ascii", "replace"),
                                  output)
-        content_type, body = render_operation(op, output)
+        content_type, body = render_operation(op, output, browser=wants_html(request),
+                                              handle=self._handle,
+                                              now=self._operations.clock.seconds())
         retain = arg(request, "retain-for")
         now = self._operations.clock.seconds()
         if retain:
@@ -330,7 +327,9 @@ class OperationResource(resource.Resource):
         if op.task is not None and not op.finished:
             op.task.cancel()
         self._operations.release(self._handle)
-        content_type, body = render_operation(op, (arg(request, "output") or "html").lower())
+        content_type, body = render_operation(op, (arg(request, "output") or "html").lower(),
+                                              browser=wants_html(request), handle=self._handle,
+                                              now=self._operations.clock.seconds())
         request.setHeader(b"Content-Type", content_type)
         return body
 

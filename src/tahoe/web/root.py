@@ -1,13 +1,24 @@
-"""The gateway's root resource: the welcome page and ``GET /?t=json``."""
+"""The gateway's root resource: the welcome page and ``GET /?t=json``.
+
+The pages themselves are drawn by :mod:`tahoe.web.welcome` (client nodes)
+and :func:`introducer_page` (introducers).
+"""
 from __future__ import annotations
 
-import html
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from twisted.web import resource
 from twisted.web.server import Request
 
+from ..client.history import OperationHistory
+from .assets import add_assets
+from .errorpage import NotFoundResource
 from .json_shapes import ServerSummary, dumps, introducer_json, welcome_json
+from .page import page, table
+from .welcome import welcome_page
+
+__all__ = ["IntroducerWelcomeResource", "WelcomeResource", "introducer_page", "welcome_page"]
 
 
 def _arg(request: Request, name: str) -> str | None:
@@ -21,25 +32,32 @@ class WelcomeResource(resource.Resource):
     :param introducer_statuses: returns one status string per introducer.
     :param servers: returns every known storage server.
     :param identity: (nickname, node id) shown on the HTML page.
+    :param history: the client's operations (the page lists the last ones).
+    :param happy: ``shares.happy`` (the page warns below it).
+    :param clock: gives the time (``seconds()``) for "last received".
     """
 
     def __init__(self, introducer_statuses: Callable[[], list[str]],
-                 servers: Callable[[], list[ServerSummary]], identity: tuple[str, str]) -> None:
+                 servers: Callable[[], list[ServerSummary]], identity: tuple[str, str],
+                 *, history: OperationHistory | None = None, happy: int | None = None,
+                 clock: Any = None) -> None:
         super().__init__()
         self._introducer_statuses = introducer_statuses
         self._servers = servers
         self._identity = identity
+        self._history = history
+        self._happy = happy
+        self._clock = clock
+        add_assets(self)
 
     def getChild(self, path: bytes, request: Request) -> resource.Resource:  # noqa: N802 (Twisted)
         """Serve the welcome page for ``/`` itself; anything else is not found here."""
         if path == b"":
             return self
-        return resource.NoResource()
+        return NotFoundResource()
 
     def render_GET(self, request: Request) -> bytes:  # noqa: N802 (Twisted)
-        """JSON for ``t=json``; a plain HTML summary otherwise; 400 for other ``t``."""
-        request.setHeader(b"X-Frame-Options", b"DENY")
-        request.setHeader(b"Referrer-Policy", b"no-referrer")
+        """JSON for ``t=json``; the HTML page otherwise; 400 for other ``t``."""
         fmt = _arg(request, "t")
         if fmt == "json":
             request.setHeader(b"Content-Type", b"application/json; charset=utf-8")
@@ -49,83 +67,39 @@ class WelcomeResource(resource.Resource):
             request.setHeader(b"Content-Type", b"text/plain; charset=utf-8")
             return b"Bad Format"
         request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
-        return welcome_page(self._identity, self._introducer_statuses(), self._servers())
+        recent = self._history.recent() if self._history is not None else []
+        now = self._clock.seconds() if self._clock is not None else None
+        return welcome_page(self._identity, self._introducer_statuses(), self._servers(),
+                            happy=self._happy, recent=recent, now=now)
 
 
-def _space(value: int | None) -> str:
-    if value is None:
-        return "?"
-    for unit in ("B", "kB", "MB", "GB", "TB"):
-        if value < 1000 or unit == "TB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1000  # type: ignore[assignment]
-    return "?"
-
-
-def welcome_page(identity: tuple[str, str], introducers: list[str],
-                 servers: list[ServerSummary]) -> bytes:
-    """The welcome page: the node, its forms, the introducers and the storage servers."""
-    nickname, nodeid = identity
-    connected = sum(1 for s in servers if s.connection_status.lower().startswith("connected"))
-    rows = "".join(
-        f"<tr><td>{html.escape(s.nickname)}<br><code>{html.escape(s.nodeid)}</code></td>"
-        f"<td>{html.escape(s.connection_status)}</td>"
-        f"<td>{html.escape(s.version or '?')}</td><td>{_space(s.available_space)}</td></tr>"
-        for s in sorted(servers, key=lambda s: (s.nickname, s.nodeid)))
-    intro = "".join(f"<li>{html.escape(s)}</li>" for s in introducers) or "<li>none</li>"
-    page = f"""<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>Tahoe-LAFS - Welcome</title></head><body>
-<h1>{html.escape(nickname or "Tahoe-LAFS node")}</h1>
-<p>Node ID: <code>{html.escape(nodeid)}</code></p>
-<p><a href="status">Recent and Active Operations</a> |
-<a href="statistics">Operational Statistics</a></p>
-<h2>View File or Directory</h2>
-<form action="uri" method="get" id="view-form">
-<input type="text" name="uri" size="60" placeholder="URI:…">
-<input type="submit" value="View"></form>
-<h2>Download Tahoe-URI</h2>
-<form action="uri" method="get" id="download-form">
-<input type="text" name="uri" size="60" placeholder="URI:…">
-<input type="text" name="filename" placeholder="file name">
-<input type="hidden" name="save" value="true">
-<input type="submit" value="Download"></form>
-<h2>Upload File</h2>
-<form action="uri" method="post" enctype="multipart/form-data" id="upload-form">
-<input type="hidden" name="t" value="upload">
-<input type="file" name="file">
-<select name="format"><option value="chk">Immutable</option>
-<option value="sdmf">SDMF</option><option value="mdmf">MDMF</option></select>
-<input type="submit" value="Upload"></form>
-<h2>Create Directory</h2>
-<form action="uri" method="post" enctype="multipart/form-data" id="mkdir-form">
-<input type="hidden" name="t" value="mkdir">
-<input type="hidden" name="redirect_to_result" value="true">
-<select name="format"><option value="sdmf">SDMF</option><option value="mdmf">MDMF</option>
-</select>
-<input type="submit" value="Create a directory"></form>
-<h2>Introducers</h2><ul>{intro}</ul>
-<h2>Connected to {connected} of {len(servers)} known storage servers</h2>
-<table border="1"><tr><th>Nickname / Node ID</th><th>Connection</th><th>Version</th>
-<th>Available space</th></tr>{rows}</table>
-</body></html>"""
-    return page.encode("utf-8")
+def introducer_page(subscriptions: Mapping[str, int], announcements: Mapping[str, int]) -> bytes:
+    """An introducer's page: announcements and subscribers per service."""
+    services = sorted(set(subscriptions) | set(announcements))
+    rows = [[service, str(announcements.get(service, 0)), str(subscriptions.get(service, 0))]
+            for service in services]
+    main = table(["Service", "Announcements", "Subscribers"], rows,
+                 empty="No announcement or subscription yet.")
+    return page("Tahoe-LAFS - Introducer", main, heading="Introducer")
 
 
 class IntroducerWelcomeResource(resource.Resource):
     """``/`` of an introducer: how many subscribers and announcements per service."""
 
-    isLeaf = True
-
     def __init__(self, summary: Callable[[], tuple[dict[str, int], dict[str, int]]]) -> None:
         super().__init__()
         self._summary = summary
+        add_assets(self)
+
+    def getChild(self, path: bytes, request: Request) -> resource.Resource:  # noqa: N802 (Twisted)
+        """Serve the page for ``/`` itself (and, as before, any other path)."""
+        return self
 
     def render_GET(self, request: Request) -> bytes:  # noqa: N802 (Twisted)
-        """JSON for ``t=json``, a one-line text summary otherwise."""
+        """JSON for ``t=json``, an HTML page otherwise."""
         subscriptions, announcements = self._summary()
         if _arg(request, "t") == "json":
             request.setHeader(b"Content-Type", b"application/json; charset=utf-8")
             return dumps(introducer_json(subscriptions, announcements))
-        request.setHeader(b"Content-Type", b"text/plain; charset=utf-8")
-        return (f"Introducer: subscriptions {subscriptions}, announcements {announcements}\n"
-                ).encode("utf-8")
+        request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
+        return introducer_page(subscriptions, announcements)

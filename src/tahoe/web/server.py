@@ -8,7 +8,17 @@ from twisted.internet import endpoints
 from twisted.web import resource, server
 
 from ..node.fileutil import write_atomically
+from .headers import set_security_headers
 from .logformat import censored_log_line
+
+
+class GatewayRequest(server.Request):
+    """A request whose response carries the security headers, whatever resource answers it."""
+
+    def process(self) -> None:
+        """Set the headers (``tahoe.web.headers``), then dispatch as Twisted does."""
+        set_security_headers(self)
+        super().process()
 
 
 def url_for_port(listening_port: Any, tls: bool = False) -> str:
@@ -24,6 +34,7 @@ async def start_web_server(reactor: Any, strport: str, root: resource.Resource,
     :returns: the listening port (stop it with ``stopListening``).
     """
     site = server.Site(root, logFormatter=censored_log_line)
+    site.requestFactory = GatewayRequest
     site.displayTracebacks = False
     endpoint = endpoints.serverFromString(reactor, strport)
     port = await endpoint.listen(site)

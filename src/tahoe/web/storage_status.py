@@ -9,9 +9,7 @@ the same for people. A node without a storage server says so (404).
 from __future__ import annotations
 
 import copy
-import html
 import json
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -19,7 +17,11 @@ from twisted.web import resource
 from twisted.web.server import Request
 
 from ..storage.crawler import BucketCountingCrawler, LeaseCheckingCrawler
-from .common import WebError, arg, render_async, set_security_headers
+from .common import WebError, arg, render_async
+from .humanize import human_duration, human_size, human_time
+from .page import badge, esc, facts_table, page, size_html
+from .statshtml import latency_table
+from .svgchart import Segment, legend, meter
 
 __all__ = ["StorageStatusResource", "lease_checker_json", "progress_json"]
 
@@ -52,58 +54,84 @@ def progress_json(checker: LeaseCheckingCrawler, now: float) -> dict[str, Any]:
             "estimated-time-per-cycle": durations[-1] if durations else None}
 
 
-def _when(seconds: float | None) -> str:
-    if seconds is None:
-        return "never"
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
+def _space_meter(stats: dict[str, Any]) -> str:
+    total = stats.get("storage_server.disk_total")
+    used = stats.get("storage_server.disk_used")
+    if total is None or used is None:
+        return ""
+    avail = stats.get("storage_server.disk_avail") or 0
+    nonroot = stats.get("storage_server.disk_free_for_nonroot") or 0
+    root_free = stats.get("storage_server.disk_free_for_root") or nonroot
+    reserved = max(0, nonroot - avail)
+    segments = [Segment(used, "used", f"used: {human_size(used)}"),
+                Segment(reserved, "reserved", f"reserved: {human_size(reserved)}"),
+                Segment(root_free - nonroot, "root", "free for root only: "
+                        f"{human_size(root_free - nonroot)}"),
+                Segment(avail, "free", f"available to new shares: {human_size(avail)}")]
+    return (f'<figure class="chart-box">'
+            f'{meter(segments, title=f"Disk space: {human_size(total)} in all")}'
+            "<figcaption>Disk space "
+            + legend([("used", "used"), ("reserved", "reserved"), ("root", "root only"),
+                      ("free", "available to shares")], prefix="seg")
+            + "</figcaption></figure>")
 
 
-def _cell(value: Any) -> str:
-    if value is None:
-        return "?"
-    if isinstance(value, int) and not isinstance(value, bool):
-        return f"{value:,}"
-    return html.escape(str(value))
-
-
-def _page(identity: tuple[str, str], document: dict[str, Any]) -> str:
-    stats = document["stats"]
-    nickname, nodeid = identity
-    rows = [("Accepting new shares", "Yes" if stats.get("storage_server.accepting_immutable_shares")
-             else "No"),
-            ("Total disk space", stats.get("storage_server.disk_total")),
-            ("Disk space used", stats.get("storage_server.disk_used")),
-            ("Reserved space", stats.get("storage_server.reserved_space")),
-            ("Space available to new shares", stats.get("storage_server.disk_avail")),
-            ("Buckets (last full count)", document["bucket-counter"].get(
-                "last-complete-bucket-count"))]
-    table = "".join(f"<tr><th>{html.escape(label)}</th><td>{_cell(value)}</td></tr>"
-                    for label, value in rows)
+def _crawler_rows(document: dict[str, Any], now: float) -> list[tuple[str, str]]:
     checker = document["lease-checker"]
     progress = document["lease-checker-progress"]
     history = checker.get("history", {})
-    last = history[max(history, key=int)] if history else None
+    rows: list[tuple[str, str]] = []
     if progress["cycle-in-progress"]:
-        crawl = (f"<p>Cycle {checker['current-cycle']} in progress, after prefix "
-                 f"{html.escape(str(checker.get('last-complete-prefix')))}.</p>")
+        rows.append(("Lease checker", f"cycle {esc(checker['current-cycle'])} in progress, "
+                                      f"after prefix {esc(checker.get('last-complete-prefix'))}"))
     else:
-        crawl = f"<p>Next cycle: {_when(progress['next-crawl-time'])}.</p>"
-    if last is not None:
+        wake = progress["next-crawl-time"]
+        rows.append(("Next lease-checker cycle", "never" if wake is None else
+                     f"{esc(human_time(wake))} UTC "
+                     f"(in {esc(human_duration(max(0.0, wake - now)))})"))
+    if progress.get("estimated-time-per-cycle") is not None:
+        rows.append(("Last cycle took", esc(human_duration(progress["estimated-time-per-cycle"]))))
+    if history:
+        last = history[max(history, key=int)]
         recovered = last["space-recovered"]
         mode = last["configured-expiration-mode"]
-        crawl += (f"<p>Last cycle: {recovered.get('examined-shares', 0):,} shares in "
-                  f"{recovered.get('examined-buckets', 0):,} buckets examined; expiration "
-                  f"{'enabled' if last['expiration-enabled'] else 'disabled'} ({html.escape(str(mode[0]))} "
-                  f"mode); {recovered.get('actual-shares', 0):,} shares "
-                  f"({recovered.get('actual-diskbytes', 0):,} bytes) removed, "
-                  f"{recovered.get('configured-shares', 0):,} would be under the configured "
-                  f"rule; {len(last.get('corrupt-shares', []))} corrupt.</p>")
-    return ("<!DOCTYPE html><html><head><title>Tahoe-LAFS - Storage Server Status</title>"
-            "</head><body><h1>Storage Server Status</h1>"
-            f"<p>Nickname: {html.escape(nickname)}<br>Node ID: <code>{html.escape(nodeid)}</code></p>"
-            f"<table border=1>{table}</table><h2>Lease checker</h2>{crawl}"
-            '<p><a href="/storage?t=json">JSON</a> · <a href="/">Return to the Welcome Page</a></p>'
-            "</body></html>")
+        rows += [
+            ("Last cycle", f"{recovered.get('examined-shares', 0):,} shares in "
+                           f"{recovered.get('examined-buckets', 0):,} buckets examined; "
+                           f"expiration {'enabled' if last['expiration-enabled'] else 'disabled'}"
+                           f" ({esc(mode[0])} mode)"),
+            ("Removed by the last cycle", f"{recovered.get('actual-shares', 0):,} shares, "
+                                          f"{size_html(recovered.get('actual-diskbytes', 0))}"),
+            ("Would be removed under the configured rule",
+             f"{recovered.get('configured-shares', 0):,} shares"),
+            ("Corrupt shares seen", esc(len(last.get("corrupt-shares", []))))]
+    return rows
+
+
+def _page(identity: tuple[str, str], document: dict[str, Any], now: float = 0.0) -> str:
+    stats = document["stats"]
+    nickname, nodeid = identity
+    accepting = stats.get("storage_server.accepting_immutable_shares")
+    facts = [("Nickname", esc(nickname)),
+             ("Node ID", f'<code class="nodeid">{esc(nodeid)}</code>'),
+             ("Accepting new shares", badge("ok", "Yes") if accepting else badge("bad", "No")),
+             ("Total disk space", size_html(stats.get("storage_server.disk_total"))),
+             ("Disk space used", size_html(stats.get("storage_server.disk_used"))),
+             ("Reserved space", size_html(stats.get("storage_server.reserved_space"))),
+             ("Space available to new shares", size_html(stats.get("storage_server.disk_avail"))),
+             ("Being uploaded now", size_html(stats.get("storage_server.allocated"))),
+             ("Buckets (last full count)", esc(_count(document["bucket-counter"].get(
+                 "last-complete-bucket-count"))))]
+    main = (facts_table(facts) + _space_meter(stats)
+            + "<h2>Lease checker</h2>" + facts_table(_crawler_rows(document, now))
+            + "<h2>Latencies</h2>" + latency_table(stats, "storage_server.")
+            + '<p class="actions"><a class="button" href="/storage?t=json">JSON</a></p>')
+    return page("Tahoe-LAFS - Storage Server Status", main, current="/storage",
+                heading="Storage Server Status").decode("utf-8")
+
+
+def _count(value: Any) -> str:
+    return "?" if value is None else f"{value:,}"
 
 
 class StorageStatusResource(resource.Resource):
@@ -130,14 +158,11 @@ class StorageStatusResource(resource.Resource):
         return render_async(request, self._render)
 
     async def _render(self, request: Request) -> bytes:
-        set_security_headers(request)
         fmt = (arg(request, "t") or "").lower()
         if fmt not in ("", "json"):
             raise WebError(f"Unknown t= value: {fmt}")
         if self._crawlers is None:
-            request.setResponseCode(404)
-            request.setHeader(b"Content-Type", b"text/plain; charset=utf-8")
-            return (NO_SERVER + "\n").encode("utf-8")
+            raise WebError(NO_SERVER, 404)
         counter, checker = self._crawlers
         stats = (await self._stats())["stats"]
         document = {
@@ -150,4 +175,4 @@ class StorageStatusResource(resource.Resource):
             request.setHeader(b"Content-Type", b"application/json")
             return (json.dumps(document, indent=1) + "\n").encode("utf-8")
         request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
-        return _page(self._identity, document).encode("utf-8")
+        return _page(self._identity, document, self._clock.seconds()).encode("utf-8")

@@ -6,7 +6,6 @@ directories without ``format=`` get ``[client]mutable.format``).
 """
 from __future__ import annotations
 
-import html
 from typing import Any
 from urllib.parse import quote, unquote_to_bytes, urljoin
 
@@ -23,7 +22,9 @@ from ..dirnode.packing import pack_new_directory
 from ..mutable.keys import MutableKeys
 from ..caps.dirnode import DirectoryCap
 from .common import (KNOWN_FORMATS, WebError, arg, body_uploadable, boolean_arg, format_arg,
-                     raw_arg, redirect, render_async, requested_format)
+                     multipart_filename, raw_arg, redirect, render_async, requested_format)
+from .headers import wants_html
+from .page import cap_line, esc, page
 from .directory import CapResource
 from .dirpost import creation_children, request_body
 from .mutablefile import create_mutable, private_key_arg
@@ -65,6 +66,21 @@ class RedirectResource(resource.Resource):
         async def go(_: Request) -> bytes:
             return redirect(request, self._location)
         return render_async(request, go)
+
+
+def upload_results_page(cap: str, filename: str | None) -> bytes:
+    """The page after an upload from the welcome page: the new cap, ready to copy."""
+    quoted = quote(cap, safe="")
+    name = quote(filename or "download", safe="")
+    main = (f"<p>{esc(filename) + ' was' if filename else 'The file was'} uploaded. "
+            "Its cap is:</p>" + f"<p>{cap_line(cap, 'new-cap')}</p>"
+            "<p class=\"muted\">Keep the cap: it is the only way back to this file.</p>"
+            f'<p class="actions"><a class="button" href="/uri/{quoted}">Open</a>'
+            f'<a class="button" href="/uri/{quoted}?t=info">More info</a>'
+            f'<a class="button" href="/file/{quoted}/@@named=/{name}?save=true" '
+            'rel="noreferrer">Download</a><a class="button" href="/">Return to the Welcome Page'
+            "</a></p>")
+    return page("Tahoe-LAFS - Upload Results", main, script=True, heading="Upload Results")
 
 
 def node_for_cap(gateway: Gateway, text: str, rest: list[str]) -> resource.Resource:
@@ -188,9 +204,12 @@ class URIResource(resource.Resource):
             raise WebError("POST /uri?t=upload needs a multipart form field 'file'")
         fmt = requested_format(request)
         if fmt != "CHK":
-            cap = await create_mutable(self._gateway, contents, fmt)
+            cap = (await create_mutable(self._gateway, contents, fmt)).to_string()
+            if wants_html(request):  # a browser: the results page; scripts get the bare cap
+                request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
+                return upload_results_page(cap, multipart_filename(request, "file"))
             request.setHeader(b"Content-Type", b"text/plain")
-            return cap.to_string().encode("ascii")
+            return cap.encode("ascii")
         cap_text = await self._upload(request, BytesUploadable(contents))
         when_done = arg(request, "when_done")
         if when_done:
@@ -198,12 +217,7 @@ class URIResource(resource.Resource):
             location = urljoin(request.prePathURL().decode("ascii") + "/", target)
             return redirect(request, location)
         request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
-        escaped = html.escape(cap_text)
-        return (f"<!DOCTYPE html><html><head><title>Tahoe-LAFS - Upload Results</title></head>"
-                f"<body><h1>Upload Results</h1><p>File uploaded. Its cap is:</p>"
-                f"<p><a href=\"/uri/{quote(cap_text, safe='')}\"><code>{escaped}</code></a></p>"
-                f"<p><a href=\"/\">Return to the Welcome Page</a></p></body></html>"
-                ).encode("utf-8")
+        return upload_results_page(cap_text, multipart_filename(request, "file"))
 
     async def _get(self, request: Request) -> bytes:
         cap = arg(request, "uri")
