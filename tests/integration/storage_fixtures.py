@@ -38,8 +38,15 @@ class StoragePair:
 
     def tree(self) -> dict[str, bytes]:
         """Every file under the storage directory with its SHA-256 (for no-change checks)."""
-        return {str(p.relative_to(self.storage_dir)): hashlib.sha256(p.read_bytes()).digest()
-                for p in sorted(self.storage_dir.rglob("*")) if p.is_file()}
+        return storage_tree(self.storage_dir)
+
+
+def storage_tree(storage_dir: Path) -> dict[str, bytes]:
+    """Every file under a storage directory with its SHA-256, for no-change checks; the
+    share index is left out (even a read may touch its shared-memory file)."""
+    return {str(p.relative_to(storage_dir)): hashlib.sha256(p.read_bytes()).digest()
+            for p in sorted(storage_dir.rglob("*"))
+            if p.is_file() and not p.name.startswith("share-index.sqlite")}
 
 
 async def start_pair(storage_dir: Path, **server_options: Any) -> StoragePair:

@@ -7,7 +7,6 @@ only this interface, so both must behave alike wherever the protocols allow.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -37,7 +36,7 @@ from tahoe.storage.rpc import StorageServerRPC
 from tahoe.storage.server import StorageServer
 from tahoe.util.furl import parse_furl
 from tahoe.util.nurl import NURL
-from tests.integration.storage_fixtures import new_tub
+from tests.integration.storage_fixtures import new_tub, storage_tree
 from tests.support.ports import free_port
 
 SI = bytes(range(16))
@@ -61,8 +60,7 @@ class Served:
 
     def tree(self) -> dict[str, bytes]:
         """Every file under the storage directory with its SHA-256 (for no-change checks)."""
-        return {str(p.relative_to(self.storage_dir)): hashlib.sha256(p.read_bytes()).digest()
-                for p in sorted(self.storage_dir.rglob("*")) if p.is_file()}
+        return storage_tree(self.storage_dir)
 
     def shares(self) -> list[str]:
         """Final share files as ``<SI dir>/<shnum>``."""

@@ -15,6 +15,7 @@ from twisted.internet.task import Clock
 
 from tahoe.storage.crawler import BucketCountingCrawler, LeaseCheckingCrawler
 from tahoe.storage.leases import ExpiryPolicy
+from tahoe.storage.server import StorageServer
 from tests.support import webapi
 from tests.support.leased import leased_bucket
 from tests.support.nodes import TahoeTool, our_tahoe
@@ -35,14 +36,16 @@ def _crawled_storage_node(tool: TahoeTool, basedir: Path) -> Path:
         leased_bucket(storage, bytes([n]) * 16, NOW)
     clock = Clock()
     clock.advance(NOW)
-    counter = BucketCountingCrawler(storage, clock, slow_start=0)
-    checker = LeaseCheckingCrawler(storage, clock, ExpiryPolicy("age"), enabled=False,
-                                   slow_start=0)
+    server = StorageServer(storage, b"\x01" * 20, clock, application_version=b"test")
+    counter = BucketCountingCrawler(storage, clock, server.index, slow_start=0)
+    checker = LeaseCheckingCrawler(storage, clock, server.index, ExpiryPolicy("age"),
+                                   enabled=False, slow_start=0)
     for crawler in (counter, checker):
         crawler.start()
     clock.advance(0)
     for crawler in (counter, checker):
         crawler.stop()
+    server.close()
     return basedir
 
 

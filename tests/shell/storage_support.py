@@ -1,4 +1,5 @@
-"""Helpers shared by the storage-server shell tests: a server on a temporary directory, tree snapshots."""
+"""Helpers shared by the storage-server shell tests: a server on a temporary directory, tree
+snapshots, and the check that a server's share index says what its files say."""
 from __future__ import annotations
 
 import os
@@ -7,6 +8,8 @@ from typing import Any, Callable
 
 from twisted.internet.task import Clock
 
+from tahoe.storage.indexing import scan_prefix
+from tahoe.storage.paths import SHARES_DIR, all_prefixes
 from tahoe.storage.server import StorageServer
 
 NODEID = bytes.fromhex("e988ec25f3cd039be740901cfe34a9295838ff2f")
@@ -25,7 +28,39 @@ def fixed_free_space(free: int | None) -> Callable[[str], int | None]:
 def make_server(root: Path, clock: Clock, free: int | None = PLENTY, **kwargs: Any) -> StorageServer:
     """A server on ``root`` with a fixed amount of free disk space."""
     kwargs.setdefault("disk_stats", fixed_free_space(free))
-    return StorageServer(root, NODEID, clock, application_version=APP_VERSION, **kwargs)
+    server = StorageServer(root, NODEID, clock, application_version=APP_VERSION, **kwargs)
+    SERVERS.append(server)
+    return server
+
+
+#: Every server :func:`make_server` made (the tests' fixtures check their indexes at the end).
+SERVERS: list[StorageServer] = []
+
+
+def shares_on_disk(root: Path) -> dict[tuple[bytes, int], tuple]:
+    """What the share index should hold for the files under ``root``, read from them."""
+    rows = {}
+    for prefix in all_prefixes():
+        for share in scan_prefix(root / SHARES_DIR, prefix):
+            rows[(share.storage_index, share.shnum)] = _comparable(share)
+    return rows
+
+
+def shares_indexed(server: StorageServer) -> dict[tuple[bytes, int], tuple]:
+    """What a server's share index holds."""
+    return {(share.storage_index, share.shnum): _comparable(share)
+            for share in server.index.index.all_shares()}
+
+
+def _comparable(share: Any) -> tuple:
+    # a bucket directory's own size may change while a share's file does not
+    return (share.kind, share.size, share.disk_bytes, share.data_length, share.expirations)
+
+
+def assert_index_in_step(server: StorageServer) -> None:
+    """The server's index holds exactly what its files hold (a fresh index is trusted)."""
+    if server.index.fresh:
+        assert shares_indexed(server) == shares_on_disk(Path(server.index.storage_dir))
 
 
 def snapshot(root: Path) -> dict[str, bytes | None]:
@@ -35,6 +70,8 @@ def snapshot(root: Path) -> dict[str, bytes | None]:
         for name in dirnames:
             tree[os.path.relpath(os.path.join(dirpath, name), root)] = None
         for name in filenames:
+            if name.startswith("share-index.sqlite"):
+                continue  # the index, not shares (checked by assert_index_in_step)
             path = os.path.join(dirpath, name)
             with open(path, "rb") as f:
                 tree[os.path.relpath(path, root)] = f.read()

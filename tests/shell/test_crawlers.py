@@ -1,9 +1,12 @@
 """The storage crawlers on real share files: bucket counting, lease expiry, resuming, state files.
 
-A ``twisted.internet.task.Clock`` drives time, so a slice runs whole unless
-``slice_seconds`` is 0 (then each slice does one bucket). Shares are made by
-the real :class:`StorageServer` on a temporary directory, with leases dated
-by the same clock.
+A ``twisted.internet.task.Clock`` drives time, and the crawlers' prefix work
+runs at once on the test's thread (``run_here``), so a cycle runs whole
+within one ``clock.advance``. Shares are made by the real
+:class:`StorageServer` on a temporary directory, with leases dated by the
+same clock. The lease checker's tests run twice: with the share index fresh
+(rows read, only expired shares opened) and with it gone (the walk reads
+every file and rebuilds the index as it goes).
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ from tahoe.storage.disk import open_file
 from tahoe.storage.leases import LEASE_DURATION, ExpiryPolicy
 from tahoe.storage.server import StorageServer
 from tahoe.web.storage_status import StorageStatusResource
-from tests.shell.storage_support import make_server
+from tests.shell.storage_support import assert_index_in_step, make_server
 from tests.support.leased import leased_bucket
 from tests.vectors import load
 
@@ -38,11 +41,6 @@ def clock() -> Clock:
     clock = Clock()
     clock.advance(START)
     return clock
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    return tmp_path / "storage"
 
 
 def _si(n: int) -> bytes:
@@ -78,8 +76,38 @@ def _leases(path: Path) -> int:
 
 def _run_cycle(crawler: LeaseCheckingCrawler | BucketCountingCrawler, clock: Clock) -> None:
     crawler.start()
-    clock.advance(crawler.slow_start)
+    clock.advance(crawler.first_delay())
     assert crawler.state["last-cycle-finished"] == 0
+    assert crawler.keeper.fresh
+    if isinstance(crawler, LeaseCheckingCrawler):
+        # what the walk deleted, trimmed or read is in the index too
+        assert_index_in_step(_servers[-1])
+
+
+_servers: list[StorageServer] = []
+
+
+@pytest.fixture(params=["indexed", "rebuilding"])
+def mode(request: pytest.FixtureRequest) -> str:
+    """Whether the lease checker finds the share index fresh or has to rebuild it."""
+    return str(request.param)
+
+
+def _checker(root: Path, clock: Clock, server: StorageServer | None, policy: ExpiryPolicy,
+             enabled: bool, mode: str = "indexed", slow_start: float | None = 0,
+             cls: type[LeaseCheckingCrawler] = LeaseCheckingCrawler) -> LeaseCheckingCrawler:
+    """A lease checker for the server on ``root`` (made here if None); in "rebuilding" mode
+    the server is restarted without its index first."""
+    if server is None or mode == "rebuilding":
+        if server is not None:
+            server.close()
+        if mode == "rebuilding":
+            for path in root.glob("share-index.sqlite*"):
+                path.unlink()
+        server = make_server(root, clock)
+        assert server.index.fresh == (mode == "indexed")
+    _servers.append(server)
+    return cls(root, clock, server.index, policy, enabled, slow_start=slow_start)
 
 
 def test_bucket_counter_counts_every_bucket_and_saves_tahoe_keys(root: Path, clock: Clock) -> None:
@@ -88,7 +116,7 @@ def test_bucket_counter_counts_every_bucket_and_saves_tahoe_keys(root: Path, clo
     for n in range(5):
         _immutable(server, n)
     _mutable(server, 9)
-    counter = BucketCountingCrawler(root, clock, slow_start=10)
+    counter = BucketCountingCrawler(root, clock, server.index, slow_start=10)
     _run_cycle(counter, clock)
     assert counter.last_complete_count == 6
     saved = json.loads((root / "bucket_counter.state.json").read_text())
@@ -96,14 +124,33 @@ def test_bucket_counter_counts_every_bucket_and_saves_tahoe_keys(root: Path, clo
     assert saved["version"] == 1 and saved["current-cycle"] is None
     assert sum(saved["bucket-counts"]["0"].values()) == 6
     _immutable(server, 6)
+    assert counter.last_complete_count == 7  # the fresh index's count is always current
     clock.advance(30 * 60)
-    assert counter.last_complete_count == 6  # at most one cycle an hour
+    assert counter.state["last-cycle-finished"] == 0  # at most one cycle an hour
     clock.advance(31 * 60)
-    assert counter.last_complete_count == 7 and counter.state["last-cycle-finished"] == 1
+    assert counter.state["last-cycle-finished"] == 1
+    assert sum(counter.state["bucket-counts"]["1"].values()) == 7
     counter.stop()
 
 
-def test_lease_checker_expires_leases_and_deletes_unleased_shares(root: Path, clock: Clock) -> None:
+def test_bucket_counter_without_a_fresh_index_counts_directories(root: Path, clock: Clock) -> None:
+    """While the index is being rebuilt, the count is the last cycle's, from the directories."""
+    first = make_server(root, clock)
+    for n in range(4):
+        _immutable(first, n)
+    first.close()
+    (root / "share-index.sqlite").unlink()
+    server = make_server(root, clock)
+    assert not server.index.fresh
+    counter = BucketCountingCrawler(root, clock, server.index, slow_start=0)
+    assert counter.last_complete_count is None
+    counter.start()
+    clock.advance(0)
+    assert counter.last_complete_count == 4 and counter.state["last-cycle-finished"] == 0
+
+
+def test_lease_checker_expires_leases_and_deletes_unleased_shares(root: Path, clock: Clock,
+                                                                  mode: str) -> None:
     """Age mode, enabled: expired shares and their buckets go; a renewed share stays."""
     server = make_server(root, clock)
     old = [_immutable(server, n) for n in range(3)]
@@ -112,7 +159,7 @@ def test_lease_checker_expires_leases_and_deletes_unleased_shares(root: Path, cl
     renewed = _immutable(server, 4)
     server.add_lease(old[0], b"R" * 32, b"C" * 32)  # a second, newer lease on one share pair
     clock.advance(LEASE_DURATION - 10 * DAY)  # the first leases are now 10 days past expiry
-    checker = LeaseCheckingCrawler(root, clock, ExpiryPolicy("age"), enabled=True, slow_start=5)
+    checker = _checker(root, clock, server, ExpiryPolicy("age"), True, mode, slow_start=5)
     _run_cycle(checker, clock)
     for si in old[1:]:
         assert not (root / paths.as_text(paths.share_dir_parts(si))).exists()
@@ -133,12 +180,12 @@ def test_lease_checker_expires_leases_and_deletes_unleased_shares(root: Path, cl
     assert sum(count for _, _, count in history["0"]["lease-age-histogram"]) == 11
 
 
-def test_lease_checker_disabled_only_reports(root: Path, clock: Clock) -> None:
+def test_lease_checker_disabled_only_reports(root: Path, clock: Clock, mode: str) -> None:
     """With expire.enabled false nothing is removed, but what the rule would remove is counted."""
     server = make_server(root, clock)
     si = _immutable(server, 1)
     clock.advance(LEASE_DURATION + DAY)
-    checker = LeaseCheckingCrawler(root, clock, ExpiryPolicy("age"), enabled=False, slow_start=0)
+    checker = _checker(root, clock, server, ExpiryPolicy("age"), False, mode)
     _run_cycle(checker, clock)
     assert _leases(_share_path(root, si, 0)) == 1
     figures = checker.history()["0"]["space-recovered"]
@@ -146,26 +193,26 @@ def test_lease_checker_disabled_only_reports(root: Path, clock: Clock) -> None:
     assert figures["actual-shares"] == 0 and checker.deleted_shares == 0
 
 
-def test_cutoff_date_and_share_kinds(root: Path, clock: Clock) -> None:
+def test_cutoff_date_and_share_kinds(root: Path, clock: Clock, mode: str) -> None:
     """Cutoff-date mode removes leases granted before the date, only on the kinds allowed."""
     server = make_server(root, clock)
     immutable, slot = _immutable(server, 1), _mutable(server, 2)
     policy = ExpiryPolicy("cutoff-date", cutoff_date=int(START) + DAY, immutable=True,
                           mutable=False)
-    checker = LeaseCheckingCrawler(root, clock, policy, enabled=True, slow_start=0)
+    checker = _checker(root, clock, server, policy, True, mode)
     _run_cycle(checker, clock)
     assert not _share_path(root, immutable, 0).exists()
     assert _share_path(root, slot, 0).exists()
 
 
-def test_override_duration_removes_only_old_leases(root: Path, clock: Clock) -> None:
+def test_override_duration_removes_only_old_leases(root: Path, clock: Clock, mode: str) -> None:
     """Age mode with an override: the old lease goes, the share keeps its young one."""
     server = make_server(root, clock)
     si = _immutable(server, 3)
     clock.advance(10 * DAY)
     server.add_lease(si, b"R" * 32, b"C" * 32)
     policy = ExpiryPolicy("age", override_lease_duration=5 * DAY)
-    checker = LeaseCheckingCrawler(root, clock, policy, enabled=True, slow_start=0)
+    checker = _checker(root, clock, server, policy, True, mode)
     _run_cycle(checker, clock)
     assert _leases(_share_path(root, si, 0)) == 1
     with open_file(str(_share_path(root, si, 0))) as file:
@@ -174,62 +221,69 @@ def test_override_duration_removes_only_old_leases(root: Path, clock: Clock) -> 
     assert checker.history()["0"]["space-recovered"]["actual-shares"] == 0
 
 
-def test_corrupt_share_is_reported_and_left_alone(root: Path, clock: Clock) -> None:
+def test_corrupt_share_is_reported_and_left_alone(root: Path, clock: Clock, mode: str) -> None:
     server = make_server(root, clock)
     si = _immutable(server, 5)
     bad = _share_path(root, si, 7)
     bad.write_bytes(b"not a share container at all")
+    server.index.share_changed(si, 7)  # written by hand here: tell the index
     clock.advance(LEASE_DURATION + DAY)
-    checker = LeaseCheckingCrawler(root, clock, ExpiryPolicy("age"), enabled=True, slow_start=0)
+    checker = _checker(root, clock, server, ExpiryPolicy("age"), True, mode)
     _run_cycle(checker, clock)
     assert bad.exists() and not _share_path(root, si, 0).exists()
     assert checker.history()["0"]["corrupt-shares"] == [[paths.storage_index_to_b32(si), 7]]
 
 
-class _SlowChecker(LeaseCheckingCrawler):
-    """Each bucket takes one second of the clock, so a 0.5 s slice does one bucket."""
+class _StoppingChecker(LeaseCheckingCrawler):
+    """Stops itself once it has examined ``stop_after`` buckets."""
 
-    slice_seconds = 0.5
+    stop_after = 2
 
-    def process_bucket(self, cycle: int, prefix: str, si_b32: str, bucket_dir: str) -> None:
-        super().process_bucket(cycle, prefix, si_b32, bucket_dir)
-        self.clock.rightNow += 1.0
+    def apply_prefix(self, cycle, job, result) -> None:  # type: ignore[no-untyped-def]
+        super().apply_prefix(cycle, job, result)
+        if self.state["cycle-to-date"]["space-recovered"]["examined-buckets"] >= self.stop_after:
+            self.stop()
 
 
-def test_a_stopped_crawler_resumes_where_it_was(root: Path, clock: Clock) -> None:
-    """One bucket per slice, then 9 s of sleep (10 % of a core); a restart skips nothing, repeats nothing."""
+def test_a_stopped_crawler_resumes_where_it_was(root: Path, clock: Clock, mode: str) -> None:
+    """Stopped part way, the state on disk says where; a restart skips nothing and repeats
+    nothing (and, rebuilding, still reads the prefixes it had done before)."""
     server = make_server(root, clock)
-    for n in range(6):
+    for n in range(6):  # one bucket in each of six prefixes
         _immutable(server, n)
-    first = _SlowChecker(root, clock, ExpiryPolicy("age"), enabled=False, slow_start=0)
+    first = _checker(root, clock, server, ExpiryPolicy("age"), False, mode, cls=_StoppingChecker)
     first.start()
     clock.advance(0)
-    assert first.sleeping_until == pytest.approx(clock.seconds() + 9.0)
-    clock.advance(9)
     assert first.state["current-cycle"] == 0
-    assert first.state["cycle-to-date"]["space-recovered"]["examined-buckets"] == 2
-    first.stop()
     saved = json.loads((root / "lease_checker.state.json").read_text())
-    assert saved["last-complete-bucket"] is not None
-    second = _SlowChecker(root, clock, ExpiryPolicy("age"), enabled=False, slow_start=0)
+    assert saved["current-cycle"] == 0 and saved["last-complete-prefix"] is not None
+    assert saved["cycle-to-date"]["space-recovered"]["examined-buckets"] == 2
+    server = _servers[-1]
+    if mode == "rebuilding":  # the node stops (cleanly, but the index is not complete yet)
+        assert not server.index.fresh
+        server.close()
+        server = make_server(root, clock)
+        assert not server.index.fresh
+    _servers.append(server)
+    second = LeaseCheckingCrawler(root, clock, server.index, ExpiryPolicy("age"), False,
+                                  slow_start=0)
     second.start()
-    for _ in range(10):
-        clock.advance(10)
+    clock.advance(0)
     assert second.state["last-cycle-finished"] == 0
     assert second.history()["0"]["space-recovered"]["examined-buckets"] == 6
-    second.stop()
+    assert server.index.fresh
+    assert_index_in_step(server)
 
 
 def test_unreadable_state_starts_afresh(root: Path, clock: Clock) -> None:
-    make_server(root, clock)
+    (root / "lease_checker.state.json").parent.mkdir(parents=True)
     (root / "lease_checker.state.json").write_text('{"version": 7}')
-    checker = LeaseCheckingCrawler(root, clock, ExpiryPolicy("age"), enabled=False, slow_start=0)
+    checker = _checker(root, clock, None, ExpiryPolicy("age"), False)
     _run_cycle(checker, clock)
 
 
 def test_history_keeps_ten_cycles(root: Path, clock: Clock) -> None:
-    make_server(root, clock)
-    checker = LeaseCheckingCrawler(root, clock, ExpiryPolicy("age"), enabled=False, slow_start=0)
+    checker = _checker(root, clock, None, ExpiryPolicy("age"), False)
     checker.start()
     for _ in range(12):
         clock.advance(checker.minimum_cycle_time)
@@ -287,7 +341,7 @@ def _tahoe_layout(root: Path, vector: dict) -> None:
                       vector["granted_young" if n == "3" else "granted_old"])
 
 
-def test_same_figures_and_deletions_as_tahoe(root: Path) -> None:
+def test_same_figures_and_deletions_as_tahoe(root: Path, mode: str) -> None:
     """On the layout of the captured Tahoe 1.20 run, our lease checker removes the same
     buckets and records the same history entry (disk-block figures aside, which
     depend on the file system)."""
@@ -296,7 +350,7 @@ def test_same_figures_and_deletions_as_tahoe(root: Path) -> None:
     clock = Clock()
     clock.advance(vector["written_at"])
     policy = ExpiryPolicy("cutoff-date", cutoff_date=vector["cutoff_date"])
-    checker = LeaseCheckingCrawler(root, clock, policy, enabled=True, slow_start=0)
+    checker = _checker(root, clock, make_server(root, clock), policy, True, mode)
     _run_cycle(checker, clock)
     left = sorted(p.name for p in (root / "shares").glob("*/*") if any(p.iterdir()))
     assert left == vector["remaining_buckets"]
@@ -314,12 +368,14 @@ def test_we_resume_from_the_state_tahoe_wrote(root: Path) -> None:
     vector = load("crawler-state-tahoe120.json")
     clock = Clock()
     clock.advance(vector["written_at"] + DAY)
-    _immutable(make_server(root, clock), 1)
+    first = make_server(root, clock)
+    _immutable(first, 1)
+    first.close()
     for name, content in vector["files"].items():
         (root / name).write_text(json.dumps(content))
     tahoe_cycle = vector["files"]["lease_checker.state.json"]["last-cycle-finished"]
-    checker = LeaseCheckingCrawler(root, clock, ExpiryPolicy("age"), enabled=False, slow_start=0)
-    counter = BucketCountingCrawler(root, clock, slow_start=0)
+    checker = _checker(root, clock, None, ExpiryPolicy("age"), False)
+    counter = BucketCountingCrawler(root, clock, checker.keeper, slow_start=0)
     for crawler in (counter, checker):
         crawler.start()
         assert crawler.state["last-cycle-finished"] == \
@@ -349,8 +405,8 @@ def test_storage_page_shows_the_crawlers_as_tahoe_does(root: Path, clock: Clock)
     server = make_server(root, clock)
     for n in range(3):
         _immutable(server, n)
-    counter = BucketCountingCrawler(root, clock, slow_start=0)
-    checker = LeaseCheckingCrawler(root, clock, ExpiryPolicy("age"), enabled=False, slow_start=0)
+    counter = BucketCountingCrawler(root, clock, server.index, slow_start=0)
+    checker = _checker(root, clock, server, ExpiryPolicy("age"), False)
     for crawler in (counter, checker):
         crawler.start()
     clock.advance(0)

@@ -20,7 +20,7 @@ from tahoe.storage.errors import (BadAllocatedSize, BadOffset, BadRequest, BadSe
                                   BucketWriterClosed, ConflictingWriteError, DataTooLargeError,
                                   NoSpace, WrongShareKind)
 from tahoe.storage.server import StorageServer
-from tests.shell.storage_support import APP_VERSION, make_server, snapshot
+from tests.shell.storage_support import APP_VERSION, assert_index_in_step, make_server, snapshot
 from tests.vectors import load
 
 VECTOR = load("storage-immutable-container.json")
@@ -43,12 +43,6 @@ def clock() -> Clock:
     c = Clock()
     c.advance(T0)
     return c
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    """The storage directory."""
-    return tmp_path / "storage"
 
 
 @pytest.fixture
@@ -388,7 +382,9 @@ def test_advisory_moves_a_share_aside_only_if_it_is_corrupt(server: StorageServe
 
 def test_advisory_skipped_without_space(root: Path, clock: Clock) -> None:
     """A report larger than the available space is not written."""
-    upload(make_server(root, clock), SI, 0, DATA)
+    first = make_server(root, clock)
+    upload(first, SI, 0, DATA)
+    first.close()  # a restart with less space
     server = make_server(root, clock, free=10)
     server.advise_corrupt_share(b"immutable", SI, 0, b"x" * 100)
     assert list((root / "corruption-advisories").iterdir()) == []
@@ -521,6 +517,7 @@ def test_random_immutable_writes_read_back(size: int, writes: list[tuple[int, by
         writers[0].close()
         expected = bytes(0 if b is None else b for b in model)
         assert server.get_buckets(SI)[0].read(0, size + 5) == expected
+        assert_index_in_step(server)
 
 
 def test_writer_is_made_through_create(tmp_path: Path, clock: Clock) -> None:

@@ -33,12 +33,6 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
-    """The storage directory."""
-    return tmp_path / "storage"
-
-
-@pytest.fixture
 def server(root: Path, clock: Clock) -> StorageServer:
     """A writable server with plenty of space, whose node id is the vector's."""
     return make_server(root, clock)

@@ -27,4 +27,5 @@ def leased_bucket(storage: Path, storage_index: bytes, granted: float,
     for writer in writers.values():
         writer.write(0, data)
         writer.close()
+    server.close()
     return [storage / paths.share_path(storage_index, shnum) for shnum in shnums]

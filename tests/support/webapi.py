@@ -116,3 +116,9 @@ def download(node_url: str, cap: str, timeout: float = HTTP_TIMEOUT) -> bytes:
     """
     url = urllib.parse.urljoin(node_url, "/uri/" + urllib.parse.quote(cap, safe=""))
     return _request("GET", url, timeout=timeout)
+
+
+def mkdir(node_url: str, timeout: float = HTTP_TIMEOUT) -> str:
+    """``POST /uri?t=mkdir``: create an unlinked directory (a mutable file); return its cap."""
+    return _request("POST", urllib.parse.urljoin(node_url, "/uri?t=mkdir"), data=b"",
+                    timeout=timeout).decode("ascii").strip()

@@ -13,6 +13,8 @@ from typing import Any
 
 from foolscap.api import Tub
 from twisted.internet.interfaces import IReactorTime
+from twisted.internet.threads import deferToThreadPool
+from twisted.python.threadpool import ThreadPool
 from twisted.protocols.tls import TLSMemoryBIOFactory
 from twisted.python import log
 
@@ -32,6 +34,7 @@ from ..httpwire.tls import certificate_spki_hash, server_options
 from ..storage.http_api import StorageHTTPApplication
 from ..storage.rpc import StorageServerRPC
 from ..storage.server import StorageServer
+from ..storage.share_scan import ScanProcess
 from ..util.errors import EncodingError
 from ..util.furl import parse_furl
 from ..util.nurl import nurls_for_location
@@ -121,6 +124,8 @@ class Node:
         self.sftp_port: Any = None
         self.stats: NodeStatistics | None = None
         self.crawlers: list[Any] = []
+        self.maintenance_pool: ThreadPool | None = None
+        self.scan_process: ScanProcess | None = None
         self.nickname = "" if self.config.nickname == "<unspecified>" else self.config.nickname
         self.port_switch: PortSwitch | None = None
         self.location = ""
@@ -255,13 +260,26 @@ class Node:
         expire = storage.expire
         policy = ExpiryPolicy(expire.mode, expire.override_lease_duration,  # type: ignore[arg-type]
                               expire.cutoff_date, expire.immutable, expire.mutable)
-        self.crawlers = [BucketCountingCrawler(storage_dir, self.clock),
-                         LeaseCheckingCrawler(storage_dir, self.clock, policy, expire.enabled)]
+        # the crawlers' reading and garbage collection, off the reactor thread
+        pool = self.maintenance_pool = ThreadPool(0, LeaseCheckingCrawler.parallel + 1,
+                                                  "storage-maintenance")
+        pool.start()
+
+        def in_thread(function: Any, *args: Any) -> Any:
+            return deferToThreadPool(self.reactor, pool, function, *args)
+
+        keeper = self.storage_server.index
+        self.scan_process = ScanProcess()
+        self.crawlers = [BucketCountingCrawler(storage_dir, self.clock, keeper, in_thread),
+                         LeaseCheckingCrawler(storage_dir, self.clock, keeper, policy,
+                                              expire.enabled, in_thread,
+                                              scanner=self.scan_process)]
         for crawler in self.crawlers:
             crawler.start()
         assert self.stats is not None
         self.stats.add_storage_server(self.storage_server, storage_dir,
-                                      expired=lambda: self.crawlers[1].deleted_shares)
+                                      expired=lambda: self.crawlers[1].deleted_shares,
+                                      index=keeper)
         furl = register_persistent(self.tub, StorageServerRPC(self.storage_server,
                                                               self.stats.statistics),
                                    self.basedir / "private" / "storage.furl")
@@ -304,7 +322,13 @@ class Node:
     async def stop(self) -> None:
         """Stop listening and connecting."""
         for crawler in self.crawlers:
-            crawler.stop()
+            await crawler.stop()
+        if self.scan_process is not None:
+            self.scan_process.stop()
+        if self.maintenance_pool is not None:
+            self.maintenance_pool.stop()
+        if self.storage_server is not None:
+            self.storage_server.close()
         if self.stats is not None:
             self.stats.stop()
         for client in self.introducer_clients:

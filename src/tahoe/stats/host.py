@@ -2,7 +2,8 @@
 
 Memory comes from ``/proc/self/status`` (Linux; elsewhere the keys are left
 out), disk space from ``os.statvfs`` (``reference/frontends.md`` §5:
-``storage_server.disk_*``), share and bucket counts from a walk of
+``storage_server.disk_*``), share and bucket counts from the share index
+(:mod:`tahoe.storage.indexing`), or while it is being rebuilt from a walk of
 ``storage/shares/<prefix>/<SI>/<shnum>`` (``reference/storage-protocol.md`` §4).
 """
 from __future__ import annotations
@@ -125,27 +126,31 @@ class ShareCounter:
         added or removed (e.g. the counts of ``close`` and ``writev`` operations).
     :param walk: the counting function (tests pass a fake).
     :param timer: monotonic seconds, read in the worker thread around the walk.
+    :param index_totals: the counts a fresh share index keeps, or None: when it gives
+        them, they are the count (no walk).
     """
 
     def __init__(self, shares_dir: str, clock: Any,
                  run_in_thread: Callable[..., Awaitable[tuple[ShareCount, float]]],
                  changes: Callable[[], object] = lambda: None,
                  walk: Callable[[str], ShareCount] = count_shares,
-                 timer: Callable[[], float] = time.perf_counter) -> None:
+                 timer: Callable[[], float] = time.perf_counter,
+                 index_totals: Callable[[], ShareCount | None] = lambda: None) -> None:
         self._shares_dir = shares_dir
         self._clock = clock
         self._run_in_thread = run_in_thread
         self._changes = changes
         self._walk = walk
         self._timer = timer
+        self._index_totals = index_totals
         self._current: ShareCount | None = None
         self._walked_at = 0.0
         self._walk_duration = 0.0
         self._changes_at_walk: object = None
 
     def current(self) -> ShareCount | None:
-        """The latest count, ``None`` before the first walk ended."""
-        return self._current
+        """The index's count, else the latest walk's (``None`` before the first ended)."""
+        return self._index_totals() or self._current
 
     def is_fresh(self) -> bool:
         """Whether the latest count may be reused now."""
@@ -162,6 +167,9 @@ class ShareCounter:
 
         :raises OSError: if the walk failed in an unexpected way.
         """
+        indexed = self._index_totals()
+        if indexed is not None:
+            return indexed
         if self._current is not None and self.is_fresh():
             return self._current
         changes = self._changes()

@@ -14,7 +14,7 @@ from typing import Any
 from twisted.internet import threads
 
 from ..storage import paths
-from .host import ShareCounter, disk_usage, memory_usage
+from .host import ShareCount, ShareCounter, disk_usage, memory_usage
 from .monitor import CPUMonitor
 from .registry import Statistics, Value
 
@@ -24,6 +24,14 @@ def reactor_thread_runner(reactor: Any) -> Callable[..., Any]:
     def run(function: Callable[..., Any], *args: Any) -> Any:
         return threads.deferToThreadPool(reactor, reactor.getThreadPool(), function, *args)
     return run
+
+
+def _index_totals(index: Any) -> ShareCount | None:
+    """Buckets and shares from a fresh share index; None while it is not to be trusted."""
+    if index is None or not index.fresh or index.closed:
+        return None
+    totals = index.index.totals
+    return ShareCount(totals.buckets, totals.shares)
 
 
 class NodeStatistics:
@@ -65,11 +73,13 @@ class NodeStatistics:
         return values
 
     def add_storage_server(self, server: Any, storage_dir: str | os.PathLike[str],
-                           expired: Callable[[], int] = lambda: 0) -> None:
+                           expired: Callable[[], int] = lambda: 0, index: Any = None) -> None:
         """Report the storage server's space and the shares under ``storage_dir``.
 
         :param server: has ``stats()`` (a ``StorageStats``).
         :param expired: how many shares garbage collection has deleted so far.
+        :param index: the server's :class:`~tahoe.storage.indexing.IndexKeeper`: while it
+            is fresh, its running totals are the share counts (no walk).
         """
         shares_dir = os.path.join(os.fspath(storage_dir), paths.SHARES_DIR)
         counters = self.statistics.counters
@@ -83,7 +93,7 @@ class NodeStatistics:
 
         counter = ShareCounter(shares_dir, self._clock,
                                self._run_in_thread or reactor_thread_runner(self._clock),
-                               changes)
+                               changes, index_totals=lambda: _index_totals(index))
         self._share_counters.append(counter)
 
         def storage_values() -> dict[str, Value]:

@@ -8,9 +8,10 @@ deletes it.
 """
 from __future__ import annotations
 
+import contextlib
 import enum
 import os
-from typing import Callable
+from typing import Any, Callable, ContextManager
 
 from twisted.internet.interfaces import IDelayedCall, IReactorTime
 from twisted.logger import Logger
@@ -46,7 +47,8 @@ class BucketWriter:
 
     def __init__(self, storage_index: bytes, shnum: int, allocated_size: int,
                  incoming_path: str, final_path: str, clock: IReactorTime, discard: bool,
-                 on_finish: Callable[["BucketWriter"], None]) -> None:
+                 on_finish: Callable[["BucketWriter"], None],
+                 lock: ContextManager[Any] | None = None) -> None:
         """Use :meth:`create`, which also makes the incoming file."""
         self.storage_index = storage_index
         self.shnum = shnum
@@ -55,6 +57,7 @@ class BucketWriter:
         self._final = final_path
         self._discard = discard
         self._on_finish = on_finish
+        self._lock = lock or contextlib.nullcontext()
         self._written = RangeSet()
         self._state = WriterState.OPEN
         self._timer: IDelayedCall = clock.callLater(INACTIVITY_TIMEOUT, self._timed_out)
@@ -62,11 +65,14 @@ class BucketWriter:
     @classmethod
     def create(cls, storage_index: bytes, shnum: int, allocated_size: int, first_lease: Lease,
                incoming_path: str, final_path: str, clock: IReactorTime, discard: bool,
-               on_finish: Callable[["BucketWriter"], None]) -> "BucketWriter":
+               on_finish: Callable[["BucketWriter"], None],
+               lock: ContextManager[Any] | None = None) -> "BucketWriter":
         """Create the incoming container (final size, lease included) and its writer.
 
         :param first_lease: in stored (hashed, version 2) form.
         :param on_finish: called once, with the writer, when it closes or aborts.
+        :param lock: held while the share moves into its bucket (garbage collection,
+            in another thread, may be removing that directory).
         :raises FileExistsError: if the incoming file exists already.
         """
         try:
@@ -78,7 +84,7 @@ class BucketWriter:
             disk.remove_quietly(incoming_path)
             raise
         return cls(storage_index, shnum, allocated_size, incoming_path, final_path, clock,
-                   discard, on_finish)
+                   discard, on_finish, lock)
 
     @property
     def state(self) -> WriterState:
@@ -148,8 +154,9 @@ class BucketWriter:
         :raises BucketWriterClosed: if already closed, aborted or timed out.
         """
         self._require(WriterState.OPEN, "close")
-        os.makedirs(os.path.dirname(self._final), exist_ok=True)
-        os.rename(self._incoming, self._final)
+        with self._lock:
+            os.makedirs(os.path.dirname(self._final), exist_ok=True)
+            os.rename(self._incoming, self._final)
         self._finish(WriterState.CLOSED)
 
     def abort(self) -> None:

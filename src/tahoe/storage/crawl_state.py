@@ -25,7 +25,7 @@ from .paths import all_prefixes
 __all__ = [
     "DAY", "HISTORY_LENGTH", "LEGACY_STATE_FILES", "Counts", "add_bucket", "add_lease_age", "add_share", "bucket_count_done",
     "count_prefix", "empty_cycle", "finish_cycle", "history_entry", "history_with",
-    "is_valid_state", "json_safe", "new_state", "next_cycle", "resume_point",
+    "is_valid_state", "json_safe", "merge_cycle", "new_state", "next_cycle", "resume_point",
 ]
 
 STATE_VERSION = 1
@@ -218,3 +218,13 @@ def history_with(history: Mapping[str, Any], cycle: int,
     for old in sorted(updated, key=int)[:-HISTORY_LENGTH]:
         del updated[old]
     return updated
+
+
+def merge_cycle(into: dict[str, Any], part: Mapping[str, Any]) -> None:
+    """Add the figures of ``part`` (an :func:`empty_cycle` filled by examining some
+    buckets elsewhere, e.g. in a worker thread) to ``into``."""
+    into["corrupt-shares"].extend(list(x) for x in part["corrupt-shares"])
+    for key in ("space-recovered", "lease-age-histogram", "leases-per-share-histogram"):
+        counts = into[key]
+        for name, amount in part[key].items():
+            _bump(counts, name, amount)

@@ -1,20 +1,29 @@
-"""The storage server's crawlers: slow walks over every bucket, resumable across restarts.
+"""The storage server's crawlers: walks over every prefix directory, resumable across restarts.
 
 A crawler visits the 1024 prefix directories of ``storage/shares`` in sorted
-order and every bucket (storage index) in each, in time slices on the
-reactor thread: after :attr:`ShareCrawler.slice_seconds` of work it saves
-its position to its state file (``storage-protocol.md`` §4.7; keys in
-:mod:`.crawl_state`) and sleeps long enough to stay under
-:attr:`ShareCrawler.cpu_fraction` of a core. A cycle starts
-:attr:`ShareCrawler.slow_start` seconds after the node starts (the
-``TAHOE_CRAWLER_SLOW_START`` environment variable overrides it, e.g. for
-tests), and cycles begin at most once per :attr:`ShareCrawler.minimum_cycle_time`.
+order, a cycle at a time, and keeps its position in a state file in Tahoe
+1.20's shape (``storage-protocol.md`` §4.7; keys in :mod:`.crawl_state`), so
+that a storage directory moves between Tahoe and us with its crawl position
+and history. What a prefix holds comes from the share index
+(:mod:`.indexing`) once it is fresh, and from the files while it is not:
 
 * :class:`BucketCountingCrawler` (``bucket_counter.state.json``): buckets
-  per prefix and the total of the last full cycle.
+  per prefix, at most one cycle an hour. With a fresh index the total is the
+  index's own count, always current.
 * :class:`LeaseCheckingCrawler` (``lease_checker.state.json`` and
-  ``lease_checker.history.json``): lease statistics every cycle and, with
-  ``[storage]expire.enabled``, garbage collection (:mod:`.expirer`).
+  ``lease_checker.history.json``): lease statistics every cycle (twice a day
+  at most) and, with ``[storage]expire.enabled``, garbage collection
+  (:mod:`.expirer` decides, :mod:`.collector` acts). With a fresh index it
+  reads rows and opens only the files of shares with an expired lease. Its
+  walk is also how a stale index is rebuilt: it reads every share file of
+  a prefix not indexed yet, deletes there and then those whose leases all
+  expired, and hands the rows of the rest to the index. It starts at once
+  when the index needs rebuilding, else after :attr:`ShareCrawler.slow_start`.
+
+Each prefix is worked on in a thread (``run_in_thread``; several prefixes at
+once, :attr:`ShareCrawler.parallel`), its result applied on the reactor
+thread in prefix order. The ``TAHOE_CRAWLER_SLOW_START`` environment
+variable overrides the slow start (e.g. for tests).
 
 Tahoe-LAFS before 1.17 kept these files as pickles without ``.json``; like
 Tahoe 1.20, ``tahoe run`` refuses to start while one is there
@@ -23,24 +32,36 @@ converts it.
 """
 from __future__ import annotations
 
+import collections
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from attrs import define, field
+from twisted.internet import defer, task
 from twisted.logger import Logger
 
 from ..node.fileutil import write_atomically
-from . import crawl_state
+from . import crawl_state, paths
+from .collector import collect_share, remove_empty_bucket
 from .expirer import examine_bucket
+from .indexing import IndexKeeper
 from .leases import ExpiryPolicy
-from .paths import SHARES_DIR, all_prefixes
+from .share_index import IndexedShare, prefix_value
+from .share_scan import PrefixScan, scan_prefix_for_walk
 
-__all__ = ["BucketCountingCrawler", "LeaseCheckingCrawler", "ShareCrawler"]
+__all__ = ["BucketCountingCrawler", "LeaseCheckingCrawler", "ShareCrawler", "run_here"]
 
 SLOW_START_VARIABLE = "TAHOE_CRAWLER_SLOW_START"
-#: The longest a crawler sleeps between slices.
-MAX_SLEEP = 299.0
+
+RunInThread = Callable[..., defer.Deferred]
+
+
+def run_here(function: Callable[..., Any], *args: Any) -> defer.Deferred:
+    """Run ``function(*args)`` now, on the calling thread (tests, and no thread pool)."""
+    return defer.maybeDeferred(function, *args)
 
 
 def _slow_start(default: float) -> float:
@@ -53,44 +74,89 @@ def _slow_start(default: float) -> float:
         raise ValueError(f"{SLOW_START_VARIABLE}={text!r} is not a number of seconds") from None
 
 
+@define
+class PrefixJob:
+    """One prefix of a walk: its position, name, whether it counts toward the cycle's
+    figures (a prefix done before a restart is only indexed), and the bucket to resume
+    after."""
+
+    position: int
+    prefix: str
+    counts: bool
+    after_bucket: str | None = None
+
+
 class ShareCrawler:
-    """Walks every bucket in slices; subclasses say what to do with each.
+    """Walks every prefix, a cycle at a time; subclasses say what to do with each.
 
     :param storage_dir: ``NODEDIR/storage`` (holds ``shares/`` and the state file).
     :param clock: an ``IReactorTime``; its ``seconds()`` is the wall clock too.
+    :param keeper: the storage server's share index.
+    :param run_in_thread: ``run_in_thread(f, *args)``: a Deferred of ``f(*args)`` run
+        in a worker thread (:func:`run_here`, the default, runs it at once).
+    :param slow_start: seconds before the first cycle (default: the class's, or
+        the environment variable's).
     """
 
     state_name = ""
     slow_start = 300.0
     minimum_cycle_time = 300.0
-    cpu_fraction = 0.10
-    slice_seconds = 0.2
+    #: Wall-clock seconds between saves of the state during a cycle.
+    save_interval = 1.0
+    #: Prefixes worked on at once. More threads cost more than they gain: the work is
+    #: short system calls, each giving up and taking back the GIL (measured in
+    #: ``docs/performance.md``); two keep one prefix read while the last is applied.
+    parallel = 2
+    #: Whether this crawler's walk rebuilds the share index (the lease checker's does).
+    rebuilds = False
     _log = Logger()
 
-    def __init__(self, storage_dir: str | os.PathLike[str], clock: Any,
-                 slow_start: float | None = None) -> None:
+    def __init__(self, storage_dir: str | os.PathLike[str], clock: Any, keeper: IndexKeeper,
+                 run_in_thread: RunInThread = run_here, slow_start: float | None = None) -> None:
         self.storage_dir = Path(storage_dir)
-        self.shares_dir = self.storage_dir / SHARES_DIR
+        self.shares_dir = self.storage_dir / paths.SHARES_DIR
         self.state_path = self.storage_dir / self.state_name
         self.clock = clock
-        self.slow_start = _slow_start(self.slow_start) if slow_start is None else slow_start
+        self.keeper = keeper
+        self._run_in_thread = run_in_thread
+        self._slow_start = slow_start
         self.state: dict[str, Any] = crawl_state.new_state()
-        self._timer: Any = None
         self.sleeping_until: float | None = None
+        self._sleep: defer.Deferred | None = None
+        self._stopping = False
+        self._running: defer.Deferred | None = None
+        self._saved_at = 0.0
 
     # lifecycle
 
+    def first_delay(self) -> float:
+        """Seconds from :meth:`start` to the first cycle."""
+        if self._slow_start is not None:
+            return self._slow_start
+        return _slow_start(self.slow_start)
+
     def start(self) -> None:
-        """Load the saved state (a bad or foreign one starts afresh) and schedule the first slice."""
+        """Load the saved state (a bad or foreign one starts afresh) and start walking
+        after :meth:`first_delay`."""
         self.state = self._load(self.state_path) or crawl_state.new_state()
         self.add_initial_state()
-        self._schedule(self.slow_start)
+        self._stopping = False
+        self._running = defer.Deferred.fromCoroutine(self._run())
+        self._running.addErrback(lambda f: self._log.failure("crawler {name} stopped", f,
+                                                               name=self.state_name))
 
-    def stop(self) -> None:
-        """Cancel the next slice (each slice has saved the state already)."""
-        if self._timer is not None and self._timer.active():
-            self._timer.cancel()
-        self._timer = None
+    def stop(self) -> defer.Deferred:
+        """Stop walking: work in threads finishes and is applied, the state is saved.
+        Fires once nothing of this crawler runs any more."""
+        self._stopping = True
+        if self._sleep is not None:
+            self._sleep.cancel()
+        running, self._running = self._running, None
+        if running is None or running.called:
+            return defer.succeed(None)
+        done: defer.Deferred = defer.Deferred()
+        running.addBoth(lambda _: done.callback(None))
+        return done
 
     def _load(self, path: Path) -> dict[str, Any] | None:
         try:
@@ -107,65 +173,105 @@ class ShareCrawler:
         return state
 
     def _save(self) -> None:
+        self._saved_at = self.clock.seconds()
         write_atomically(self.state_path, json.dumps(self.state, sort_keys=True))
 
-    def _schedule(self, delay: float) -> None:
+    def wake(self) -> None:
+        """End a sleep between cycles soon (a stop still ends the walk). Never runs the
+        walk inside the caller, which may hold a prefix lock."""
+        def end_sleep() -> None:
+            if self._sleep is not None:
+                self._sleep.cancel()
+        self.clock.callLater(0, end_sleep)
+
+    async def _pause(self, delay: float) -> bool:
+        """Sleep ``delay`` seconds (or until :meth:`wake`); False if stopped meanwhile."""
+        if self._stopping:
+            return False
         self.sleeping_until = self.clock.seconds() + delay
-        self._timer = self.clock.callLater(delay, self._slice)
+        self._sleep = task.deferLater(self.clock, delay, lambda: None)
+        try:
+            await self._sleep
+        except defer.CancelledError:
+            pass
+        finally:
+            self._sleep = None
+            self.sleeping_until = None
+        return not self._stopping
 
     # the walk
 
-    def _slice(self) -> None:
-        self._timer = None
-        self.sleeping_until = None
-        started = self.clock.seconds()
-        state = self.state
-        if state["current-cycle"] is None:
-            cycle = crawl_state.next_cycle(state)
-            state["current-cycle"] = cycle
-            state["current-cycle-start-time"] = started
-            self.started_cycle(cycle)
-        cycle = state["current-cycle"]
-        finished = self._walk(cycle, started)
-        if finished:
-            self.finished_cycle(cycle)
-            crawl_state.finish_cycle(state, cycle)
-        self._save()
-        elapsed = max(0.0, self.clock.seconds() - started)
-        sleep = min(MAX_SLEEP, elapsed / self.cpu_fraction - elapsed)
-        if finished:
-            cycle_age = self.clock.seconds() - (state.get("current-cycle-start-time") or started)
-            sleep = max(sleep, self.minimum_cycle_time - cycle_age)
-        self._schedule(sleep)
+    async def _run(self) -> None:
+        if not await self._pause(self.first_delay()):
+            return
+        while True:
+            state = self.state
+            if state["current-cycle"] is None:
+                cycle = crawl_state.next_cycle(state)
+                state["current-cycle"] = cycle
+                state["current-cycle-start-time"] = self.clock.seconds()
+                self.started_cycle(cycle)
+            cycle = state["current-cycle"]
+            finished = await self._walk(cycle, self._jobs())
+            if finished:
+                self.finished_cycle(cycle)
+                crawl_state.finish_cycle(state, cycle)
+            self._save()
+            if not finished:
+                return
+            while True:  # between cycles
+                if self.rebuilds and not self.keeper.fresh:
+                    # the index fell out of step during the cycle: read what it lacks now
+                    if not await self._walk(cycle, self._unindexed_jobs()):
+                        return
+                cycle_age = self.clock.seconds() - (state.get("current-cycle-start-time") or 0)
+                if cycle_age >= self.minimum_cycle_time:
+                    break
+                if not await self._pause(self.minimum_cycle_time - cycle_age):
+                    return
 
-    def _walk(self, cycle: int, started: float) -> bool:
-        """Work until the slice is used up; whether the cycle is complete."""
-        prefixes = all_prefixes()
-        index, last_bucket = crawl_state.resume_point(self.state)
-        while index < len(prefixes):
-            prefix = prefixes[index]
-            prefix_dir = self.shares_dir / prefix
+    def _unindexed_jobs(self, end: int = len(paths.all_prefixes())) -> list[PrefixJob]:
+        """The prefixes before ``end`` that the index does not hold: read, not counted."""
+        return [PrefixJob(i, prefix, False) for i, prefix in enumerate(paths.all_prefixes()[:end])
+                if not self.keeper.prefix_indexed(prefix_value(prefix))]
+
+    def _jobs(self) -> list[PrefixJob]:
+        """The prefixes this walk visits: from where the cycle stands, and those before it
+        that the index does not hold yet (read, not counted again)."""
+        prefixes = paths.all_prefixes()
+        start, last_bucket = crawl_state.resume_point(self.state)
+        jobs = self._unindexed_jobs(start) if self.rebuilds else []
+        jobs += [PrefixJob(i, prefixes[i], True) for i in range(start, len(prefixes))]
+        if jobs and jobs[0].counts and last_bucket is not None:
+            jobs[0].after_bucket = last_bucket
+        return jobs
+
+    async def _walk(self, cycle: int, jobs: list[PrefixJob]) -> bool:
+        """Work through ``jobs``; whether all were done (False if stopped before)."""
+        now = self.clock.seconds()
+        waiting = collections.deque(jobs)
+        in_flight: collections.deque = collections.deque()
+        while waiting or in_flight:
+            while waiting and len(in_flight) < self.parallel and not self._stopping:
+                job = waiting.popleft()
+                in_flight.append((job, self._run_in_thread(self.work_prefix, job, now)))
+            if not in_flight:
+                return False  # stopped
+            job, working = in_flight.popleft()
             try:
-                buckets = sorted(os.listdir(prefix_dir))
-            except (FileNotFoundError, NotADirectoryError):
-                buckets = []
-            for si_b32 in buckets:
-                if last_bucket is not None and si_b32 <= last_bucket:
-                    continue
-                try:
-                    self.process_bucket(cycle, prefix, si_b32, str(prefix_dir / si_b32))
-                except Exception:  # noqa: BLE001 - one bad bucket must not stop the crawler
-                    self._log.failure("crawler: bucket {si}", si=si_b32)
-                self.state["last-complete-bucket"] = si_b32
-                if self.clock.seconds() - started >= self.slice_seconds:
-                    return False
-            self.finished_prefix(cycle, prefix, buckets)
-            self.state["last-complete-prefix"] = prefix
-            self.state["last-complete-bucket"] = last_bucket = None
-            index += 1
-            if self.clock.seconds() - started >= self.slice_seconds and index < len(prefixes):
-                return False
-        return True
+                result = await working
+            except Exception:  # noqa: BLE001 - one bad prefix must not stop the walk
+                self._log.failure("crawler {name}: prefix {prefix}", name=self.state_name,
+                                  prefix=job.prefix)
+                result = None
+            if result is not None:
+                self.apply_prefix(cycle, job, result)
+            if job.counts:
+                self.state["last-complete-prefix"] = job.prefix
+                self.state["last-complete-bucket"] = None
+            if self.clock.seconds() - self._saved_at >= self.save_interval:
+                self._save()
+        return not waiting
 
     # what subclasses fill in
 
@@ -175,38 +281,84 @@ class ShareCrawler:
     def started_cycle(self, cycle: int) -> None:
         """A cycle begins."""
 
-    def process_bucket(self, cycle: int, prefix: str, si_b32: str, bucket_dir: str) -> None:
-        """Visit one bucket."""
+    def work_prefix(self, job: PrefixJob, now: float) -> Any:
+        """In a worker thread: the work of one prefix; its result goes to :meth:`apply_prefix`."""
 
-    def finished_prefix(self, cycle: int, prefix: str, buckets: list[str]) -> None:
-        """Every bucket of ``prefix`` has been visited."""
+    def apply_prefix(self, cycle: int, job: PrefixJob, result: Any) -> None:
+        """On the reactor thread, in prefix order: take in what :meth:`work_prefix` did."""
 
     def finished_cycle(self, cycle: int) -> None:
         """Every prefix has been visited."""
 
 
+def _indexed(keeper: IndexKeeper, prefix: str) -> bool:
+    return keeper.prefix_indexed(prefix_value(prefix))
+
+
 class BucketCountingCrawler(ShareCrawler):
-    """Counts buckets; ``last-complete-bucket-count`` after each full cycle (once an hour)."""
+    """Counts buckets; ``last-complete-bucket-count`` after each full cycle (once an hour),
+    or at any time from a fresh index."""
 
     state_name = "bucket_counter.state.json"
     slow_start = 300.0
     minimum_cycle_time = 60 * 60.0
 
-    def add_initial_state(self) -> None:
-        self.state.setdefault("bucket-counts", {})
-        self.state.setdefault("storage-index-samples", {})
-        self.state.setdefault("last-complete-bucket-count", None)
+    @property  # type: ignore[override]
+    def state(self) -> dict[str, Any]:
+        """The state, its total kept current from a fresh index."""
+        state = self._state
+        if self.keeper.fresh and not self.keeper.closed:
+            state["last-complete-bucket-count"] = self.keeper.index.totals.buckets
+        return state
 
-    def finished_prefix(self, cycle: int, prefix: str, buckets: list[str]) -> None:
-        crawl_state.count_prefix(self.state, cycle, prefix, buckets)
+    @state.setter
+    def state(self, value: dict[str, Any]) -> None:
+        self._state = value
+
+    def add_initial_state(self) -> None:
+        self._state.setdefault("bucket-counts", {})
+        self._state.setdefault("storage-index-samples", {})
+        self._state.setdefault("last-complete-bucket-count", None)
+
+    def work_prefix(self, job: PrefixJob, now: float) -> list[str]:
+        if _indexed(self.keeper, job.prefix):
+            reader = self.keeper.index.reader()
+            return [paths.storage_index_to_b32(si)
+                    for si in reader.buckets_of_prefix(prefix_value(job.prefix))]
+        try:
+            return sorted(os.listdir(self.shares_dir / job.prefix))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    def apply_prefix(self, cycle: int, job: PrefixJob, result: list[str]) -> None:
+        if job.counts:
+            crawl_state.count_prefix(self._state, cycle, job.prefix, result)
 
     def finished_cycle(self, cycle: int) -> None:
-        crawl_state.bucket_count_done(self.state, cycle)
+        crawl_state.bucket_count_done(self._state, cycle)
 
     @property
     def last_complete_count(self) -> int | None:
-        """Buckets found by the last full cycle, ``None`` before one finished."""
+        """Buckets held now (fresh index), or found by the last full cycle (``None``
+        before one finished)."""
         return self.state.get("last-complete-bucket-count")
+
+
+@define
+class PrefixOutcome:
+    """What the lease checker did to one prefix, for the reactor thread to apply.
+
+    :ivar figures: the cycle figures of its buckets (None if it did not count).
+    :ivar rows: for a prefix the index did not hold: the row of every share left, read
+        from its file (trimmed shares are read again from ``changed``).
+    :ivar changed: shares whose files garbage collection changed or deleted.
+    :ivar deleted: shares deleted.
+    """
+
+    figures: dict[str, Any] | None
+    rows: list[tuple[Any, ...]] | None = None
+    changed: list[tuple[bytes, int]] = field(factory=list)
+    deleted: int = 0
 
 
 class LeaseCheckingCrawler(ShareCrawler):
@@ -218,17 +370,31 @@ class LeaseCheckingCrawler(ShareCrawler):
 
     state_name = "lease_checker.state.json"
     history_name = "lease_checker.history.json"
+    rebuilds = True
     slow_start = 360.0
     minimum_cycle_time = 12 * 60 * 60.0
 
-    def __init__(self, storage_dir: str | os.PathLike[str], clock: Any, policy: ExpiryPolicy,
-                 enabled: bool, slow_start: float | None = None) -> None:
-        super().__init__(storage_dir, clock, slow_start)
+    def __init__(self, storage_dir: str | os.PathLike[str], clock: Any, keeper: IndexKeeper,
+                 policy: ExpiryPolicy, enabled: bool, run_in_thread: RunInThread = run_here,
+                 slow_start: float | None = None,
+                 scanner: Callable[..., PrefixScan] = scan_prefix_for_walk) -> None:
+        super().__init__(storage_dir, clock, keeper, run_in_thread, slow_start)
+        #: Reads a prefix's files (:func:`~.share_scan.scan_prefix_for_walk`, or the same
+        #: in another process: the node's :class:`~.share_scan.ScanProcess`).
+        self.scanner = scanner
         self.policy = policy
         self.enabled = enabled
         self.history_path = self.storage_dir / self.history_name
         #: shares deleted since start (the statistics' share counts watch it).
         self.deleted_shares = 0
+        # an index that falls out of step is rebuilt by the next walk: start it now
+        keeper.stale_listeners.append(self.wake)
+
+    def first_delay(self) -> float:
+        """At once when the index needs rebuilding (the walk rebuilds it)."""
+        if self._slow_start is None and not self.keeper.fresh:
+            return 0.0
+        return super().first_delay()
 
     def add_initial_state(self) -> None:
         # key by key: a state saved by another version may lack some
@@ -239,10 +405,65 @@ class LeaseCheckingCrawler(ShareCrawler):
     def started_cycle(self, cycle: int) -> None:
         self.state["cycle-to-date"] = crawl_state.empty_cycle()
 
-    def process_bucket(self, cycle: int, prefix: str, si_b32: str, bucket_dir: str) -> None:
-        result = examine_bucket(bucket_dir, si_b32, self.state["cycle-to-date"],
-                                self.clock.seconds(), self.policy, self.enabled)
-        self.deleted_shares += result.deleted_shares
+    # in a worker thread
+
+    def work_prefix(self, job: PrefixJob, now: float) -> PrefixOutcome:
+        if _indexed(self.keeper, job.prefix):
+            return self._from_index(job, now)
+        return self._from_files(job, now)
+
+    def _from_index(self, job: PrefixJob, now: float) -> PrefixOutcome:
+        """Examine the index's rows; open only the shares to collect."""
+        outcome = PrefixOutcome(crawl_state.empty_cycle() if job.counts else None)
+        if not job.counts:
+            return outcome
+        rows = self.keeper.index.reader().shares_in_prefix(prefix_value(job.prefix))
+        for storage_index, shares in _buckets(rows, job.after_bucket):
+            plan = examine_bucket(shares, paths.storage_index_to_b32(storage_index),
+                                  outcome.figures, now, self.policy, self.enabled)
+            self._collect(outcome, [(s.storage_index, s.shnum) for s in plan.delete],
+                          [(s.storage_index, s.shnum) for s in plan.trim], now)
+        return outcome
+
+    def _from_files(self, job: PrefixJob, now: float) -> PrefixOutcome:
+        """Read every share file of the prefix (:attr:`scanner`, perhaps in another process),
+        collect what expired, and hand the rows of the rest to the index."""
+        scan = self.scanner(str(self.shares_dir), job.prefix, job.counts, job.after_bucket, now,
+                            self.policy, self.enabled)
+        outcome = PrefixOutcome(scan.figures, rows=scan.rows)
+        self._collect(outcome, scan.delete, scan.trim, now)
+        if self.enabled:
+            for storage_index in scan.empty:
+                remove_empty_bucket(self.keeper, storage_index)
+        if outcome.deleted:
+            gone = set(outcome.changed)
+            outcome.rows = [row for row in scan.rows if (row[0], row[1]) not in gone]
+        return outcome
+
+    def _collect(self, outcome: PrefixOutcome, delete: list[tuple[bytes, int]],
+                 trim: list[tuple[bytes, int]], now: float) -> None:
+        """Collect (each file read again under its prefix lock); note what changed."""
+        for keys, deleting in ((delete, True), (trim, False)):
+            for storage_index, shnum in keys:
+                done = collect_share(self.keeper, storage_index, shnum, self.policy, now,
+                                     deleting)
+                if done.action != "kept":
+                    outcome.changed.append((storage_index, shnum))
+                if done.action == "deleted":
+                    outcome.deleted += 1
+
+    # on the reactor thread
+
+    def apply_prefix(self, cycle: int, job: PrefixJob, result: PrefixOutcome) -> None:
+        keeper = self.keeper
+        if result.rows is not None:
+            keeper.scanned(prefix_value(job.prefix), result.rows)
+        if result.changed:
+            keeper.refresh(result.changed)
+        if result.figures is not None:
+            crawl_state.merge_cycle(self.state["cycle-to-date"], result.figures)
+        self.deleted_shares += result.deleted
+        keeper.deleted += result.deleted
 
     def finished_cycle(self, cycle: int) -> None:
         policy = self.policy
@@ -261,3 +482,16 @@ class LeaseCheckingCrawler(ShareCrawler):
         except (OSError, ValueError):
             return {}
         return history if isinstance(history, dict) else {}
+
+
+def _buckets(rows: list[IndexedShare], after_bucket: str | None
+             ) -> list[tuple[bytes, list[IndexedShare]]]:
+    """Rows (in storage index order) grouped by storage index, after ``after_bucket``."""
+    grouped: dict[bytes, list[IndexedShare]] = {}
+    for row in rows:
+        grouped.setdefault(row.storage_index, []).append(row)
+    buckets = list(grouped.items())
+    if after_bucket is not None:
+        buckets = [(si, shares) for si, shares in buckets
+                   if paths.storage_index_to_b32(si) > after_bucket]
+    return buckets

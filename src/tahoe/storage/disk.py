@@ -52,6 +52,10 @@ class DiskFile:
         """The file's current length."""
         return os.fstat(self._fd).st_size
 
+    def stat(self) -> os.stat_result:
+        """The open file's status (size, blocks, times)."""
+        return os.fstat(self._fd)
+
     def truncate(self, size: int) -> None:
         """Cut (or zero-extend) the file to ``size`` bytes."""
         os.ftruncate(self._fd, size)
@@ -128,8 +132,13 @@ def remove_quietly(path: str) -> None:
 
 def empty_directory(directory: str) -> None:
     """Delete everything under ``directory``, keeping (or creating) the directory itself."""
-    shutil.rmtree(directory, ignore_errors=True)
     os.makedirs(directory, exist_ok=True)
+    for entry in os.scandir(directory):
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(entry.path)
 
 
 def free_space_for_nonroot(path: str) -> int | None:

@@ -19,8 +19,8 @@ import struct
 from attrs import frozen
 
 from .errors import CorruptContainer, DataTooLargeError, NoSpace, UnknownContainer
-from .leases import (IMMUTABLE_LEASE_SIZE, Lease, find_lease, new_lease, pack_immutable_lease,
-                     parse_immutable_lease)
+from .leases import (IMMUTABLE_LEASE, IMMUTABLE_LEASE_SIZE, Lease, find_lease, new_lease,
+                     pack_immutable_lease, parse_immutable_lease)
 from .randomaccess import RandomAccessFile
 
 HEADER = struct.Struct(">LLL")
@@ -158,6 +158,11 @@ class ImmutableContainer:
         block = self._file.read_at(self._lease_offset, IMMUTABLE_LEASE_SIZE * self._num_leases)
         return [parse_immutable_lease(block[i:i + IMMUTABLE_LEASE_SIZE])
                 for i in range(0, len(block), IMMUTABLE_LEASE_SIZE)]
+
+    def lease_expirations(self) -> tuple[int, ...]:
+        """Every lease's expiration time, in file order (no lease objects made)."""
+        block = self._file.read_at(self._lease_offset, IMMUTABLE_LEASE_SIZE * self._num_leases)
+        return tuple(fields[3] for fields in IMMUTABLE_LEASE.iter_unpack(block))
 
     def find_lease(self, renew_secret: bytes) -> int | None:
         """Index of the first lease whose renew secret matches, or ``None``."""

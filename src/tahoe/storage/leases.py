@@ -212,10 +212,14 @@ class ExpiryPolicy:
 
     def lease_expired(self, lease: Lease, now: float) -> bool:
         """Whether ``lease`` counts as expired at ``now`` under this policy."""
+        return self.expired(lease.expiration, now)
+
+    def expired(self, expiration: int, now: float) -> bool:
+        """Whether a lease with this expiration time counts as expired at ``now``."""
         if self.mode == "cutoff-date":
             assert self.cutoff_date is not None
-            return expired_by_cutoff(lease.expiration, self.cutoff_date)
-        return expired_by_age(lease.expiration, now, self.override_lease_duration)
+            return expired_by_cutoff(expiration, self.cutoff_date)
+        return expired_by_age(expiration, now, self.override_lease_duration)
 
     def applies_to(self, kind: str) -> bool:
         """Whether shares of ``kind`` (``"immutable"`` or ``"mutable"``) may expire at all."""

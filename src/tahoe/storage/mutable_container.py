@@ -25,8 +25,9 @@ from ..util import base32
 from ..util.hashutil import tagged_hash
 from .errors import (BadWriteEnablerError, CorruptContainer, DataTooLargeError, NoSpace,
                      UnknownContainer)
-from .leases import (EMPTY_MUTABLE_SLOT, MUTABLE_LEASE_SIZE, NODEID_SIZE, SECRET_SIZE, Lease,
-                     find_lease, new_lease, pack_mutable_lease, parse_mutable_lease)
+from .leases import (EMPTY_MUTABLE_SLOT, MUTABLE_LEASE, MUTABLE_LEASE_SIZE, NODEID_SIZE,
+                     SECRET_SIZE, Lease, find_lease, new_lease, pack_mutable_lease,
+                     parse_mutable_lease)
 from .randomaccess import RandomAccessFile, write_zeros
 
 MAGIC_V1 = b"Tahoe mutable container v1\n" + bytes.fromhex("750944038e")
@@ -215,6 +216,14 @@ class MutableContainer:
         block = slots + extra
         return [parse_mutable_lease(block[i:i + MUTABLE_LEASE_SIZE])
                 for i in range(0, len(block), MUTABLE_LEASE_SIZE)]
+
+    def lease_expirations(self) -> tuple[int, ...]:
+        """The expiration time of every lease in use, in index order (no lease objects)."""
+        slots = self._file.read_at(HEADER_SIZE, NUM_SLOTS * MUTABLE_LEASE_SIZE)
+        extra = self._file.read_at(self._lease_position(NUM_SLOTS),
+                                   self._num_extra * MUTABLE_LEASE_SIZE)
+        return tuple(expiration for owner, expiration, *_ in
+                     MUTABLE_LEASE.iter_unpack(slots + extra) if owner != 0)
 
     def leases(self) -> list[Lease]:
         """The leases in use (empty slots left out)."""

@@ -27,6 +27,17 @@ def storage_index_to_b32(storage_index: bytes) -> str:
     return base32.b2a(storage_index)
 
 
+def storage_index_from_b32(si_b32: str) -> bytes:
+    """The storage index a bucket directory is named after.
+
+    :raises ValueError: unless the name is the base32 of 16 bytes.
+    """
+    storage_index = base32.a2b(si_b32)
+    if len(storage_index) != STORAGE_INDEX_SIZE:
+        raise ValueError(f"not a storage index: {si_b32!r:.40}")
+    return storage_index
+
+
 def prefix_of(si_b32: str) -> str:
     """The prefix directory of a storage index: its first two base32 characters."""
     return si_b32[:PREFIX_LENGTH]

@@ -9,11 +9,18 @@ Every call first checks all its arguments (``arguments``), then everything
 on disk it depends on (container kinds, write enablers, space for new
 leases), and only then changes anything: a call that raises has changed
 nothing.
+
+The share index (:mod:`.indexing`) answers "which shares does this storage
+index have" without touching the disk, once it is fresh; until then (a
+rebuild in progress) the bucket directories do. Every change to a share
+file holds the lock of its prefix (garbage collection runs in other threads)
+and is followed by an index update: the index runs late, never ahead.
 """
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, Callable
 
 from attrs import frozen
@@ -24,14 +31,16 @@ from . import disk, paths
 from .advisories import advisory_file_name, advisory_text
 from .arguments import (check_allocated_size, check_secret, check_share_number,
                         check_share_numbers, check_share_type, check_storage_index)
-from .bucket import BucketReader, BucketWriter
+from .bucket import BucketReader, BucketWriter, WriterState
 from .containers import ShareKind, open_container
 from .errors import BadRequest, ContainerError, NoSpace, WrongShareKind
 from .immutable_container import ImmutableContainer
+from .indexing import IndexKeeper
 from .leases import OWNER_ADD_LEASE, OWNER_ALLOCATE, expiration_for, new_lease
 from .mutable_container import MAX_SIZE as MAX_MUTABLE_SIZE
 from .mutable_container import MutableContainer
 from .quarantine import QUARANTINE_DIR, quarantine_if_corrupt
+from .share_index import CORRUPT, IMMUTABLE, MUTABLE
 from .slots import SlotOperations
 from .space import available_space, fit_allocations, remaining_space, reported_space
 
@@ -79,6 +88,8 @@ class StorageServer:
     :param disk_stats: given the ``shares`` directory, the bytes free for
         non-root users, ``None`` if the platform cannot tell, or an
         ``OSError``. Defaults to ``statvfs``.
+    :param index_path: where the share index lives (default
+        ``storage/share-index.sqlite``); :meth:`close` closes it.
     :raises ValueError: if ``nodeid`` is not 20 bytes or ``reserved_space`` is negative.
     """
 
@@ -86,7 +97,8 @@ class StorageServer:
 
     def __init__(self, storage_dir: str | os.PathLike[str], nodeid: bytes, clock: IReactorTime,
                  *, application_version: bytes, reserved_space: int = 0, readonly: bool = False,
-                 debug_discard: bool = False, disk_stats: DiskStats | None = None) -> None:
+                 debug_discard: bool = False, disk_stats: DiskStats | None = None,
+                 index_path: str | os.PathLike[str] | None = None) -> None:
         if not isinstance(nodeid, bytes) or len(nodeid) != NODEID_SIZE:
             raise ValueError("nodeid must be the 20-byte binary tub id")
         if reserved_space < 0:
@@ -105,8 +117,27 @@ class StorageServer:
         self._advisory_dir = os.path.join(self._root, paths.CORRUPTION_DIR)
         os.makedirs(self._shares_dir, exist_ok=True)
         os.makedirs(self._advisory_dir, exist_ok=True)
+        # the index judges whether it is fresh before incoming/ is touched
+        self.index = IndexKeeper(self._root, index_path)
         disk.empty_directory(os.path.join(self._shares_dir, paths.INCOMING_DIR))
         self._slots = SlotOperations(self._path, self._share_files, nodeid, self.available_space)
+
+    def close(self) -> None:
+        """A clean stop: the share index is kept for the next start (call once the
+        crawlers have stopped)."""
+        self.index.close()
+
+    @contextlib.contextmanager
+    def _changing(self, storage_index: bytes, shnums: Callable[[], Iterable[int]]
+                  ) -> Iterator[None]:
+        """Hold the prefix lock while share files of ``storage_index`` change, then bring
+        the index in step with the shares ``shnums()`` names (after the files, also
+        when the change failed half way)."""
+        with self.index.lock(storage_index):
+            try:
+                yield
+            finally:
+                self.index.shares_changed(storage_index, shnums())
 
     # space
 
@@ -172,8 +203,11 @@ class StorageServer:
         expiration = expiration_for(self._clock.seconds())
 
         held = self._share_files(storage_index)
-        self._renew_or_add_leases(held, OWNER_ALLOCATE, renew_secret, cancel_secret, expiration,
-                                  kinds=(ShareKind.IMMUTABLE,))
+        if held:
+            with self._changing(storage_index, lambda: held):
+                held = self._share_files(storage_index)
+                self._renew_or_add_leases(held, OWNER_ALLOCATE, renew_secret, cancel_secret,
+                                          expiration, kinds=(ShareKind.IMMUTABLE,))
 
         candidates = [n for n in sorted(requested) if n not in held
                       and not self._upload_in_progress(storage_index, n)]
@@ -198,9 +232,11 @@ class StorageServer:
         if not full:
             return None
         expiration = expiration_for(self._clock.seconds())
-        self._renew_or_add_leases(self._share_files(storage_index), OWNER_ADD_LEASE, renew_secret,
-                                  cancel_secret, expiration,
-                                  kinds=(ShareKind.IMMUTABLE, ShareKind.MUTABLE))
+        held: dict[int, str] = {}
+        with self._changing(storage_index, lambda: held):
+            held = self._share_files(storage_index)
+            self._renew_or_add_leases(held, OWNER_ADD_LEASE, renew_secret, cancel_secret,
+                                      expiration, kinds=(ShareKind.IMMUTABLE, ShareKind.MUTABLE))
         return None
 
     def get_buckets(self, storage_index: bytes) -> dict[int, BucketReader]:
@@ -214,12 +250,9 @@ class StorageServer:
         """
         if not check_storage_index(storage_index, for_write=False):
             return {}
-        readers = {}
-        for shnum, path, container in self._containers(storage_index):
-            if isinstance(container, ImmutableContainer):
-                readers[shnum] = BucketReader(path, storage_index, shnum, container.data_length,
-                                              self.advise_corrupt_share)
-        return readers
+        return {shnum: BucketReader(path, storage_index, shnum, length, self.advise_corrupt_share)
+                for shnum, path, kind, length in self._containers(storage_index)
+                if kind == IMMUTABLE}
 
     def slot_readv(self, storage_index: bytes, shares: list[int],
                    readv: list[tuple[int, int]]) -> dict[int, list[bytes]]:
@@ -246,8 +279,12 @@ class StorageServer:
         :raises NoSpace: if a share needs an extra lease record and there is no room.
         :raises ContainerError: if an existing share is not a mutable container.
         """
-        return self._slots.testv_and_readv_and_writev(
-            storage_index, secrets, tw_vectors, r_vector, self._clock.seconds())
+        written: Iterable[int] = ()
+        if isinstance(tw_vectors, dict):
+            written = [n for n in tw_vectors if type(n) is int and 0 <= n < 256]
+        with self._changing(storage_index, lambda: written):
+            return self._slots.testv_and_readv_and_writev(
+                storage_index, secrets, tw_vectors, r_vector, self._clock.seconds())
 
     def advise_corrupt_share(self, share_type: bytes, storage_index: bytes, shnum: int,
                              reason: bytes) -> None:
@@ -280,8 +317,9 @@ class StorageServer:
         self._log.info("corruption advisory written: {name}", name=name)
         if kind == "immutable":
             path = self._share_files(storage_index)[shnum]
-            problems = quarantine_if_corrupt(self._root, storage_index, shnum, path,
-                                             self._clock.seconds())
+            with self._changing(storage_index, lambda: [shnum]):
+                problems = quarantine_if_corrupt(self._root, storage_index, shnum, path,
+                                                 self._clock.seconds())
             if problems:
                 self._log.warn("share {si} {shnum} is corrupt ({problems}): moved to {dir}/",
                                si=storage_index.hex(), shnum=shnum,
@@ -303,14 +341,23 @@ class StorageServer:
 
         Unreadable share files are left out (and logged).
         """
-        return {shnum: container.data_length
-                for shnum, _, container in self._containers(storage_index)
-                if isinstance(container, MutableContainer)}
+        return {shnum: length for shnum, _, kind, length in self._containers(storage_index)
+                if kind == MUTABLE}
 
-    def _containers(self, storage_index: bytes
-                    ) -> Iterator[tuple[int, str, ImmutableContainer | MutableContainer]]:
-        """Each final share's number, path and container header, in share-number order;
-        unreadable share files are skipped (and logged)."""
+    def _containers(self, storage_index: bytes) -> Iterator[tuple[int, str, int, int]]:
+        """Each final share's number, path, kind (:data:`~.share_index.IMMUTABLE` or
+        ``MUTABLE``) and data length, in share-number order: from the index when it
+        can be trusted, else from the files; unreadable share files are skipped (and
+        logged)."""
+        indexed = self.index.present_shares(storage_index)
+        if indexed is not None:
+            for shnum, share in sorted(indexed.items()):
+                path = self.index.share_path(storage_index, shnum)
+                if share.kind == CORRUPT:
+                    self._log.warn("skipping share {path}: not a share container", path=path)
+                    continue
+                yield shnum, path, share.kind, share.data_length
+            return
         for shnum, path in sorted(self._share_files(storage_index).items()):
             try:
                 with disk.open_file(path) as file:
@@ -318,7 +365,8 @@ class StorageServer:
             except (OSError, ContainerError) as e:
                 self._log.warn("skipping share {path}: {error}", path=path, error=e)
                 continue
-            yield shnum, path, container
+            kind = IMMUTABLE if isinstance(container, ImmutableContainer) else MUTABLE
+            yield shnum, path, kind, container.data_length
 
     # helpers
 
@@ -326,6 +374,10 @@ class StorageServer:
         return os.path.join(self._root, *parts)
 
     def _share_files(self, storage_index: bytes) -> dict[int, str]:
+        """Share number -> path of every final share (the index's, or the directory's)."""
+        indexed = self.index.present_shares(storage_index)
+        if indexed is not None:
+            return {shnum: self.index.share_path(storage_index, shnum) for shnum in indexed}
         return disk.list_shares(self._path(paths.share_dir_parts(storage_index)))
 
     def _upload_in_progress(self, storage_index: bytes, shnum: int) -> bool:
@@ -347,7 +399,8 @@ class StorageServer:
                     storage_index, shnum, allocated_size, lease,
                     self._path(paths.incoming_path_parts(storage_index, shnum)),
                     self._path(paths.share_path_parts(storage_index, shnum)),
-                    self._clock, self._discard, self._writer_finished)
+                    self._clock, self._discard, self._writer_finished,
+                    self.index.lock(storage_index))
                 self._writers[(storage_index, shnum)] = writers[shnum]
         except BaseException:
             for writer in writers.values():
@@ -359,6 +412,8 @@ class StorageServer:
 
     def _writer_finished(self, writer: BucketWriter) -> None:
         self._writers.pop((writer.storage_index, writer.shnum), None)
+        if writer.state is WriterState.CLOSED:
+            self.index.share_changed(writer.storage_index, writer.shnum)
         for listener in self._writer_listeners:
             listener(writer)
 

@@ -123,8 +123,8 @@ class SlotOperations:
                    if request.new_length == 0 and shnum in held]
         for shnum in deleted:
             os.remove(held[shnum])
-        if deleted and not self._share_files(storage_index):
-            share_dir = self._path(paths.share_dir_parts(storage_index))
+        share_dir = self._path(paths.share_dir_parts(storage_index))
+        if deleted and not disk.list_shares(share_dir):
             disk.remove_empty_dirs(share_dir, os.path.dirname(share_dir))
         return True, read_data
 

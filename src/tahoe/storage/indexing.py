@@ -1,0 +1,309 @@
+"""Keeping the share index in step with the files, and knowing when it can be trusted.
+
+:class:`IndexKeeper` owns the :class:`~tahoe.storage.share_index.ShareIndex` of a
+storage directory. The storage server tells it about every share it changed
+(after the file changed: the index may run late, never ahead), garbage
+collection goes through it, and it decides whether the index is **fresh**:
+
+* it was built completely (``complete``),
+* the node stopped cleanly last time (``clean``; a crash may have left a
+  change in a file but not in the index),
+* ``shares/incoming`` is the directory it was (Tahoe 1.20 deletes and
+  re-creates it at every start; we only empty it): so no other server ran
+  on the directory since;
+* and no prefix directory changed since the stop (their modification times
+  are kept): buckets copied in or removed by hand show there. Shares copied
+  into a bucket that already existed do not: after such surgery, delete
+  ``share-index.sqlite`` (``docs/formats/share-index.md``).
+
+A stale index is emptied and rebuilt from the files by the lease checker's
+first walk (:mod:`.crawler`), prefix by prefix in worker threads, while the
+server answers requests from the files. Changes the server makes to a
+prefix while it is being scanned are read again once its rows are in.
+
+Mutating a share file takes the lock of its prefix (:meth:`IndexKeeper.lock`):
+the server's operations (on the reactor thread) and garbage collection (in
+worker threads) never change the same share at once.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import sqlite3
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from twisted.logger import Logger
+
+from . import paths
+from .share_index import INDEX_NAME, IndexedShare, ShareIndex, prefix_number
+from .share_scan import scan_bucket, scan_share
+
+PREFIXES = 1024
+
+
+class IndexKeeper:
+    """The share index of one storage directory (see the module docstring).
+
+    :param storage_dir: ``NODEDIR/storage``.
+    :param index_path: where the database lives (default ``storage/share-index.sqlite``).
+    """
+
+    _log = Logger()
+
+    def __init__(self, storage_dir: str | os.PathLike[str],
+                 index_path: str | os.PathLike[str] | None = None) -> None:
+        self.storage_dir = Path(storage_dir)
+        self._root = os.fspath(storage_dir)
+        self.shares_dir = self.storage_dir / paths.SHARES_DIR
+        self.index = _open_index(Path(index_path or self.storage_dir / INDEX_NAME))
+        #: Called (no arguments) when the index stops being trusted while running.
+        self.stale_listeners: list[Callable[[], None]] = []
+        self._locks = [threading.Lock() for _ in range(PREFIXES)]
+        self._scanned: set[int] = set()
+        self._touched: dict[int, set[tuple[bytes, int]]] = {}
+        self.fresh = self._was_left_fresh()
+        if not self.fresh:
+            self.index.clear()
+            self.index.set_meta("complete", 0)
+            if not self._has_prefix_directories():
+                self.rebuilt()  # nothing to read: the empty index is complete
+        self.index.set_meta("clean", 0)
+        self.index.forget_saved_totals()
+        # On disk before any change: after a crash of the machine (the rows are written
+        # without waiting for the disk), the index must not be found clean.
+        self.index.sync()
+        #: Shares garbage collection deleted since start.
+        self.deleted = 0
+        self.closed = False
+
+    # -- freshness
+
+    def _incoming_identity(self) -> str:
+        try:
+            stat = os.stat(self.shares_dir / paths.INCOMING_DIR)
+        except OSError:
+            return ""
+        # the inode number alone may come back at once for a new directory (ext4)
+        return f"{stat.st_dev}:{stat.st_ino}:{stat.st_ctime_ns}"
+
+    def _was_left_fresh(self) -> bool:
+        index = self.index
+        reasons = []
+        if index.get_meta("complete") != 1:
+            reasons.append("never built completely")
+        if index.get_meta("clean") != 1:
+            reasons.append("the node did not stop cleanly")
+        if index.get_meta("incoming") != self._incoming_identity():
+            reasons.append("shares/incoming changed (another server ran here?)")
+        elif index.get_meta("prefixes") != self._prefixes_signature():
+            reasons.append("prefix directories changed since the last stop")
+        if reasons:
+            self._log.info("share index will be rebuilt: {why}", why="; ".join(reasons))
+        return not reasons
+
+    def _has_prefix_directories(self) -> bool:
+        try:
+            return any(len(entry.name) == 2 for entry in os.scandir(self.shares_dir))
+        except OSError:
+            return False
+
+    def _prefixes_signature(self) -> str:
+        """A digest of every prefix directory's name and modification time."""
+        digest = hashlib.sha256()
+        try:
+            entries = sorted(os.scandir(self.shares_dir), key=lambda e: e.name)
+        except OSError:
+            return ""
+        for entry in entries:
+            if len(entry.name) == 2:
+                try:
+                    digest.update(f"{entry.name}:{entry.stat().st_mtime_ns};".encode())
+                except OSError:
+                    continue
+        return digest.hexdigest()
+
+    def prefix_indexed(self, prefix: int) -> bool:
+        """Whether the rows of a prefix (:func:`~.share_index.prefix_value`) are in."""
+        return self.fresh or prefix in self._scanned
+
+    def scanned(self, prefix: int, rows: list[tuple[Any, ...]]) -> None:
+        """The rows a rebuild read from one prefix's files: put them in, then read again the
+        shares the server changed meanwhile."""
+        if self.fresh:
+            return  # indexed meanwhile (it can only have been by this walk)
+        try:
+            self.index.replace_prefix(prefix, rows)
+        except sqlite3.Error as error:
+            self._log.warn("share index: cannot write prefix {prefix}: {error}",
+                           prefix=prefix, error=str(error))
+            return
+        touched = self._touched.pop(prefix, set())
+        self._scanned.add(prefix)
+        self.refresh(sorted(touched))
+        if len(self._scanned) == PREFIXES:
+            self.rebuilt()
+
+    def rebuilt(self) -> None:
+        """Every prefix was scanned: the index is complete and may be trusted."""
+        if self.fresh:
+            return
+        try:
+            self.index.count_totals()
+            self.index.set_meta("complete", 1)
+        except sqlite3.Error as error:
+            self._log.warn("share index: cannot finish the rebuild: {error}", error=str(error))
+            return
+        self.fresh = True
+        self._scanned.clear()
+        self._touched.clear()
+        self._log.info("share index rebuilt: {n} shares in {b} buckets",
+                       n=self.index.totals.shares, b=self.index.totals.buckets)
+
+    def close(self) -> None:
+        """A clean stop: keep the totals and mark the index trustworthy for the next start.
+        Once only (later calls do nothing)."""
+        if self.closed:
+            return
+        self.closed = True
+        index = self.index
+        if self.fresh:
+            try:
+                index.save_totals()
+                index.set_meta("incoming", self._incoming_identity())
+                index.set_meta("prefixes", self._prefixes_signature())
+                index.sync()  # every row on disk before the mark that trusts them
+                index.set_meta("clean", 1)
+                index.sync()
+            except sqlite3.Error as error:
+                self._log.warn("share index not saved ({error}): rebuilt at the next start",
+                               error=str(error))
+        index.close()
+
+    # -- changes
+
+    def lock(self, storage_index: bytes) -> threading.Lock:
+        """The lock to hold while changing a share file of ``storage_index``."""
+        return self._locks[prefix_number(storage_index)]
+
+    def share_path(self, storage_index: bytes, shnum: int) -> str:
+        """Where a final share lives."""
+        return f"{self._root}/{paths.share_path(storage_index, shnum)}"
+
+    def share_changed(self, storage_index: bytes, shnum: int) -> None:
+        """A share file was created, changed or deleted: bring its row in step."""
+        self.refresh([(storage_index, shnum)])
+
+    def shares_changed(self, storage_index: bytes, shnums: Iterable[int]) -> None:
+        """Several shares of one storage index changed."""
+        self.refresh([(storage_index, shnum) for shnum in shnums])
+
+    def refresh(self, keys: Iterable[tuple[bytes, int]]) -> None:
+        """Read these shares' files again and write what they hold now (on the reactor
+        thread, after the files changed): a row for each file, none for a file gone."""
+        present, gone = [], []
+        known: dict[bytes, dict[int, IndexedShare]] = {}
+        try:
+            for storage_index, shnum in keys:
+                prefix = prefix_number(storage_index)
+                if not self.prefix_indexed(prefix):
+                    self._touched.setdefault(prefix, set()).add((storage_index, shnum))
+                if storage_index not in known:
+                    known[storage_index] = self.index.shares(storage_index)
+                was = known[storage_index].get(shnum)
+                share = scan_share(self.share_path(storage_index, shnum), storage_index, shnum)
+                # Only what changed is written: a refused or empty change leaves the
+                # index file as it was.
+                if share is None:
+                    if was is not None:
+                        gone.append((storage_index, shnum))
+                elif was is None or was.row() != share.row():
+                    present.append(share)
+            if present:
+                self.index.put_many(present)
+            if gone:
+                self.index.remove_many(gone)
+        except sqlite3.Error as error:
+            # The files changed and the index could not follow (a full disk?): from now on
+            # it is not trusted; the files answer until the lease checker has rebuilt it.
+            self._lose_step(error)
+
+    def _lose_step(self, error: Exception) -> None:
+        self._log.warn("share index out of step with the shares ({error}); rebuilding it",
+                       error=str(error))
+        was_fresh, self.fresh = self.fresh, False
+        self._scanned.clear()
+        self._touched.clear()
+        try:
+            self.index.set_meta("complete", 0)
+        except sqlite3.Error:
+            pass
+        if was_fresh:
+            for listener in self.stale_listeners:
+                listener()
+
+    def present_shares(self, storage_index: bytes) -> dict[int, IndexedShare] | None:
+        """:meth:`indexed_shares`, less any whose file is gone (removed by hand: the index
+        learns it here). A ``stat`` per share held; nothing on disk for a storage index
+        the index does not know."""
+        shares = self.indexed_shares(storage_index)
+        if not shares:
+            return shares
+        gone = []
+        for shnum in shares:
+            try:
+                os.stat(self.share_path(storage_index, shnum))
+            except FileNotFoundError:
+                gone.append((storage_index, shnum))
+        if gone:
+            self._log.warn("share files removed behind the server's back: {shares}",
+                           shares=", ".join(f"{si.hex()}/{n}" for si, n in gone))
+            self.refresh(gone)
+            for _, shnum in gone:
+                del shares[shnum]
+        return shares
+
+    def indexed_shares(self, storage_index: bytes) -> dict[int, IndexedShare] | None:
+        """The shares of a storage index according to the index; None while it is not
+        trustworthy for that storage index's prefix (ask the files)."""
+        if not self.prefix_indexed(prefix_number(storage_index)):
+            return None
+        return self.index.shares(storage_index)
+
+
+def _open_index(path: Path) -> ShareIndex:
+    """The index at ``path``; a file that is not one (damaged, or of another schema) is
+    moved aside to ``<name>.unreadable`` and a new, empty one made (it is only a hint)."""
+    try:
+        return ShareIndex(path)
+    except (sqlite3.DatabaseError, ValueError) as error:
+        IndexKeeper._log.warn("share index {path} unreadable ({error}); starting a new one",
+                              path=str(path), error=str(error))
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                os.replace(f"{path}{suffix}", f"{path}.unreadable{suffix}")
+            except OSError:
+                pass
+        return ShareIndex(path)
+
+
+def scan_prefix(shares_dir: Path, prefix: str) -> list[IndexedShare]:
+    """Every share under one prefix directory, read from the files.
+
+    Unreadable directories are skipped; a file that is not a container is a ``CORRUPT`` row.
+    """
+    rows: list[IndexedShare] = []
+    prefix_dir = shares_dir / prefix
+    try:
+        buckets = sorted(os.listdir(prefix_dir))
+    except OSError:
+        return rows
+    for si_b32 in buckets:
+        try:
+            storage_index = paths.storage_index_from_b32(si_b32)
+        except ValueError:
+            continue
+        rows.extend(scan_bucket(str(prefix_dir / si_b32), storage_index))
+    return rows

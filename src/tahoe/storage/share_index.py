@@ -1,0 +1,382 @@
+"""An index of every share and lease under one storage directory: SQLite, beside the shares.
+
+The share files stay the truth (Tahoe's containers, leases inside; Tahoe 1.20
+runs on the same directory). The index is a hint for what is expensive to
+find out from files at a million shares: which shares a storage index has,
+which leases have expired, how many buckets and bytes there are. It is
+written after the file, so it may run late but never ahead: whatever acts on
+it (garbage collection) reads the file again first.
+
+One row per share: storage index, share number, kind, file size, disk use
+(the file's and its bucket directory's), data length, and the lease
+expiration times packed as ``>L`` each, with their minimum and maximum
+(indexed: the shares with an expired lease are found by a range query).
+Running totals (buckets, shares, bytes) are kept in memory and saved with
+the index. ``docs/formats/share-index.md`` has the schema.
+
+Every write goes through one connection, used by the reactor thread; the
+lease checker's worker threads read through connections of their own
+(:meth:`ShareIndex.reader`), which WAL lets run beside the writer.
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+import struct
+import threading
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from attrs import frozen
+
+from ..util import base32
+
+SCHEMA_VERSION = 1
+INDEX_NAME = "share-index.sqlite"
+IMMUTABLE, MUTABLE, CORRUPT = 0, 1, 2
+KIND_NAMES = {IMMUTABLE: "immutable", MUTABLE: "mutable", CORRUPT: "corrupt"}
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS shares (
+    si BLOB NOT NULL,
+    shnum INTEGER NOT NULL,
+    kind INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    disk_bytes INTEGER NOT NULL,
+    bucket_disk_bytes INTEGER NOT NULL,
+    data_length INTEGER NOT NULL,
+    leases BLOB NOT NULL,
+    min_expiration INTEGER NOT NULL,
+    max_expiration INTEGER NOT NULL,
+    PRIMARY KEY (si, shnum)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS shares_by_min_expiration ON shares (min_expiration);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
+"""
+#: Leases beyond this many in one share are not indexed (their share is still, by its min/max).
+MAX_INDEXED_LEASES = 64
+#: An expiration for a share without leases: it sorts first, as expired as can be.
+NO_LEASE = -1
+
+
+@frozen
+class IndexedShare:
+    """What the index knows of one share (see the module docstring)."""
+
+    storage_index: bytes
+    shnum: int
+    kind: int
+    size: int
+    disk_bytes: int
+    bucket_disk_bytes: int
+    data_length: int
+    expirations: tuple[int, ...]
+
+    @property
+    def kind_name(self) -> str:
+        """``immutable``, ``mutable`` or ``corrupt``."""
+        return KIND_NAMES[self.kind]
+
+    def row(self) -> tuple[Any, ...]:
+        """The table row."""
+        leases = self.expirations[:MAX_INDEXED_LEASES]
+        return (self.storage_index, self.shnum, self.kind, self.size, self.disk_bytes,
+                self.bucket_disk_bytes, self.data_length,
+                struct.pack(f">{len(leases)}L", *leases),
+                min(self.expirations, default=NO_LEASE), max(self.expirations, default=NO_LEASE))
+
+    @classmethod
+    def from_row(cls, row: tuple[Any, ...]) -> "IndexedShare":
+        """A share from a table row (its first eight columns)."""
+        si, shnum, kind, size, disk_bytes, bucket_disk_bytes, data_length, leases = row[:8]
+        expirations = struct.unpack(f">{len(leases) // 4}L", leases)
+        return cls(bytes(si), shnum, kind, size, disk_bytes, bucket_disk_bytes, data_length,
+                   expirations)
+
+
+@frozen
+class Totals:
+    """Buckets (storage indexes with a share), shares, and their file bytes."""
+
+    buckets: int = 0
+    shares: int = 0
+    bytes: int = 0
+
+
+def _next_prefix(prefix: int) -> bytes:
+    """The smallest storage index after every one under ``prefix``."""
+    if prefix >= 1023:
+        return b"\xff" * 17
+    following = prefix + 1
+    return bytes([following >> 2, (following & 3) << 6])
+
+
+def prefix_number(storage_index: bytes) -> int:
+    """The prefix directory number of a storage index: its first 10 bits (0..1023)."""
+    return (storage_index[0] << 2) | (storage_index[1] >> 6)
+
+
+def prefix_value(prefix: str) -> int:
+    """The number of a prefix directory's name (two base32 characters): the same 10 bits."""
+    return base32.ALPHABET.index(prefix[0]) * 32 + base32.ALPHABET.index(prefix[1])
+
+
+def _prefix_range(prefix: int) -> tuple[bytes, bytes]:
+    """The storage indexes under a prefix directory: ``low <= si < high``."""
+    return bytes([prefix >> 2, (prefix & 3) << 6]), _next_prefix(prefix)
+
+
+def _shares(connection: sqlite3.Connection, storage_index: bytes) -> dict[int, IndexedShare]:
+    rows = connection.execute(f"SELECT {_COLUMNS} FROM shares WHERE si = ? ORDER BY shnum",
+                              (storage_index,)).fetchall()
+    return {row[1]: IndexedShare.from_row(row) for row in rows}
+
+
+_COLUMNS = ("si, shnum, kind, size, disk_bytes, bucket_disk_bytes, data_length, leases, "
+            "min_expiration, max_expiration")
+
+
+class IndexReader:
+    """Queries on one connection (a worker thread's own, from :meth:`ShareIndex.reader`)."""
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self._connection = connection
+
+    def shares(self, storage_index: bytes) -> dict[int, IndexedShare]:
+        """Every indexed share of a storage index."""
+        return _shares(self._connection, storage_index)
+
+    def with_expired_leases(self, threshold: int, kinds: Iterable[int], limit: int,
+                            after: tuple[int, bytes, int] | None = None) -> list[IndexedShare]:
+        """Up to ``limit`` shares of ``kinds`` with a lease expiring before ``threshold`` (or
+        with no lease at all), in (earliest expiration, storage index, share number) order,
+        after the key ``after`` of that order."""
+        kinds = sorted(set(kinds))
+        if not kinds:
+            return []
+        marks = ", ".join("?" * len(kinds))
+        start = after or (NO_LEASE - 1, b"", -1)
+        rows = self._connection.execute(
+            f"SELECT {_COLUMNS} FROM shares WHERE min_expiration < ? AND kind IN ({marks}) "
+            "AND (min_expiration, si, shnum) > (?, ?, ?) "
+            "ORDER BY min_expiration, si, shnum LIMIT ?",
+            (threshold, *kinds, *start, limit)).fetchall()
+        return [IndexedShare.from_row(row) for row in rows]
+
+    def all_shares(self, batch: int = 10000) -> Iterator[IndexedShare]:
+        """Every share, in (storage index, share number) order, read in batches."""
+        last: tuple[bytes, int] = (b"", -1)
+        while True:
+            rows = self._connection.execute(
+                f"SELECT {_COLUMNS} FROM shares WHERE (si, shnum) > (?, ?) "
+                "ORDER BY si, shnum LIMIT ?", (*last, batch)).fetchall()
+            if not rows:
+                return
+            for row in rows:
+                yield IndexedShare.from_row(row)
+            last = (rows[-1][0], rows[-1][1])
+
+    def shares_in_prefix(self, prefix: int) -> list[IndexedShare]:
+        """Every share under one prefix directory (its :func:`prefix_value`, 0..1023: the
+        storage index's first 10 bits), in (storage index, share number) order."""
+        rows = self._connection.execute(
+            f"SELECT {_COLUMNS} FROM shares WHERE si >= ? AND si < ? ORDER BY si, shnum",
+            _prefix_range(prefix)).fetchall()
+        return [IndexedShare.from_row(row) for row in rows]
+
+    def buckets_of_prefix(self, prefix: int) -> list[bytes]:
+        """The storage indexes with a share under one prefix directory, in order."""
+        return [bytes(si) for (si,) in self._connection.execute(
+            "SELECT DISTINCT si FROM shares WHERE si >= ? AND si < ? ORDER BY si",
+            _prefix_range(prefix))]
+
+    def buckets_in_prefix(self, prefix: int) -> int:
+        """How many storage indexes have a share under one prefix directory."""
+        return self._connection.execute(
+            "SELECT count(DISTINCT si) FROM shares WHERE si >= ? AND si < ?",
+            _prefix_range(prefix)).fetchone()[0]
+
+
+class ShareIndex(IndexReader):
+    """The index of one storage directory (``storage/share-index.sqlite``), and its writer.
+
+    Its queries (:class:`IndexReader`) run on the writer's connection: for the reactor thread.
+
+    :param path: the database file (created if missing).
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        super().__init__(self._db)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        # No waiting for the disk while running: after a crash the index is rebuilt anyway
+        # (it is trusted only after a clean stop, and :meth:`close` makes that durable).
+        self._db.execute("PRAGMA synchronous=OFF")
+        self._db.executescript(_SCHEMA)
+        version = self.get_meta("schema-version")
+        if version not in (None, SCHEMA_VERSION):
+            raise ValueError(f"{self.path}: unknown index schema {version!r}")
+        self.set_meta("schema-version", SCHEMA_VERSION)
+        self._totals = self._load_totals()
+        self._readers = threading.local()
+        self._reader_connections: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+
+    def reader(self) -> "IndexReader":
+        """Read-only access for the calling thread (a connection of its own)."""
+        reader = getattr(self._readers, "reader", None)
+        if reader is None:
+            connection = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True,
+                                         isolation_level=None, check_same_thread=False)
+            with self._readers_lock:
+                self._reader_connections.append(connection)
+            reader = self._readers.reader = IndexReader(connection)
+        return reader
+
+    # -- meta
+
+    def get_meta(self, key: str) -> Any:
+        """A value kept beside the rows (None if unset)."""
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def set_meta(self, key: str, value: Any) -> None:
+        """Keep ``value`` (int, float, text or None) under ``key``."""
+        self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    # -- totals
+
+    def _load_totals(self) -> Totals:
+        saved = self.get_meta("totals")
+        if isinstance(saved, str) and saved.count(",") == 2:
+            buckets, shares, size = (int(x) for x in saved.split(","))
+            return Totals(buckets, shares, size)
+        return self.count_totals()
+
+    def count_totals(self) -> Totals:
+        """Count the totals from the rows (slow at a million shares; done after a rebuild)."""
+        shares, size = self._db.execute(
+            "SELECT count(*), coalesce(sum(size), 0) FROM shares").fetchone()
+        buckets = self._db.execute("SELECT count(DISTINCT si) FROM shares").fetchone()[0]
+        self._totals = Totals(buckets, shares, size)
+        return self._totals
+
+    @property
+    def totals(self) -> Totals:
+        """The running totals (no query)."""
+        return self._totals
+
+    def save_totals(self) -> None:
+        """Keep the totals with the index (at a clean stop), so the next start needs no count."""
+        t = self._totals
+        self.set_meta("totals", f"{t.buckets},{t.shares},{t.bytes}")
+
+    def forget_saved_totals(self) -> None:
+        """While running, saved totals would go stale: a crash must not trust them."""
+        self.set_meta("totals", None)
+
+    # -- writing
+
+    def put(self, share: IndexedShare) -> None:
+        """Add or replace one share's row (after its file changed), keeping the totals."""
+        self.put_many([share])
+
+    def put_many(self, shares: Iterable[IndexedShare]) -> None:
+        """Add or replace several rows in one transaction."""
+        db = self._db
+        buckets, count, size = self._totals.buckets, self._totals.shares, self._totals.bytes
+        db.execute("BEGIN")
+        try:
+            for share in shares:
+                key = (share.storage_index, share.shnum)
+                old = db.execute("SELECT size FROM shares WHERE si = ? AND shnum = ?",
+                                 key).fetchone()
+                if old is None:
+                    if db.execute("SELECT 1 FROM shares WHERE si = ? LIMIT 1",
+                                  (share.storage_index,)).fetchone() is None:
+                        buckets += 1
+                    count += 1
+                    size += share.size
+                else:
+                    size += share.size - old[0]
+                db.execute(f"INSERT OR REPLACE INTO shares ({_COLUMNS}) VALUES "
+                           "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", share.row())
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        self._totals = Totals(buckets, count, size)
+
+    def remove(self, storage_index: bytes, shnum: int) -> None:
+        """Forget one share (after its file was deleted)."""
+        self.remove_many([(storage_index, shnum)])
+
+    def remove_many(self, keys: Iterable[tuple[bytes, int]]) -> None:
+        """Forget several shares in one transaction."""
+        db = self._db
+        buckets, count, size = self._totals.buckets, self._totals.shares, self._totals.bytes
+        db.execute("BEGIN")
+        try:
+            for key in keys:
+                old = db.execute("SELECT size FROM shares WHERE si = ? AND shnum = ?",
+                                 key).fetchone()
+                if old is None:
+                    continue
+                db.execute("DELETE FROM shares WHERE si = ? AND shnum = ?", key)
+                count -= 1
+                size -= old[0]
+                if db.execute("SELECT 1 FROM shares WHERE si = ? LIMIT 1",
+                              (key[0],)).fetchone() is None:
+                    buckets -= 1
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        self._totals = Totals(buckets, count, size)
+
+    def replace_prefix(self, prefix: int, rows: Iterable[tuple[Any, ...]]) -> None:
+        """Make ``rows`` (:meth:`IndexedShare.row`) those of one prefix directory (a rebuild
+        read them from the files). The running totals are left alone: :meth:`count_totals`
+        after the rebuild."""
+        db = self._db
+        db.execute("BEGIN")
+        try:
+            db.execute("DELETE FROM shares WHERE si >= ? AND si < ?", _prefix_range(prefix))
+            db.executemany(f"INSERT OR REPLACE INTO shares ({_COLUMNS}) VALUES "
+                           "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def clear(self) -> None:
+        """Forget every share (before a rebuild)."""
+        self._db.execute("DELETE FROM shares")
+        self._totals = Totals()
+
+    def sync(self) -> None:
+        """Make everything written so far durable (before a clean stop is recorded)."""
+        self._db.execute("PRAGMA synchronous=FULL")
+        try:
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            self._db.execute("PRAGMA synchronous=OFF")
+
+    def close(self) -> None:
+        """Close the database (and the readers' connections)."""
+        with self._readers_lock:
+            for connection in self._reader_connections:
+                connection.close()
+            self._reader_connections.clear()
+        self._db.close()
+
+    def size_on_disk(self) -> int:
+        """Bytes the index takes (the database and its write-ahead log)."""
+        total = 0
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                total += os.path.getsize(self.path + suffix)
+            except OSError:
+                pass
+        return total
