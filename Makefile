@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test screenshots interop-env system-packages bench bench-compare bench-core bench-profile bench-backup run clean
+.PHONY: test screenshots interop-env system-packages bench bench-compare bench-core bench-profile bench-backup bench-storage run clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -37,6 +37,10 @@ bench-core: $(STAMP)
 ## bench-backup: tahoe backup of 10,000 files: first, unchanged (target <= 2 s), changed; and Tahoe 1.20's unchanged run
 bench-backup: $(STAMP) interop-env
 	$(BIN)/python misc/bench/bench_backup.py --compare --json bench-backup.json
+
+## bench-storage: a storage node on 10k/100k/1M shares (half expired): rebuild + GC, indexed GC, lookups, Tahoe's crawler (as root: on a loop-mounted ext4)
+bench-storage: $(STAMP) interop-env
+	$(BIN)/python misc/bench/bench_storage.py --json bench-storage.json
 
 ## bench: the grid benchmark on our nodes (10 servers, 3-of-10): table on stdout, bench-grid.{json,png,md}
 bench: $(STAMP)

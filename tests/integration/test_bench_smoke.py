@@ -111,3 +111,20 @@ def test_bench_smoke_tahoe_grid(tmp_path: Path) -> None:
     assert tahoe["version"].startswith("tahoe-lafs/1.20")
     assert tahoe["foolscap_client"]["small_upload_s"]
     assert "ours" not in report["systems"]
+
+
+def test_storage_benchmark_smoke(tmp_path: Path) -> None:
+    """``bench_storage.py`` end to end on 300 shares: both node runs collect exactly what the
+    population says, and the report has every section."""
+    out = tmp_path / "storage.json"
+    argv = [sys.executable, str(BENCH / "bench_storage.py"), "--scales", "300", "--no-loop",
+            "--dir", str(tmp_path / "work"), "--cold-samples", "0", "--tahoe-max", "0",
+            "--layout", "20", "--json", str(out)]
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    result = subprocess.run(argv, cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True,
+                            text=True, env=env, timeout=SMOKE_TIMEOUT)
+    assert result.returncode == 0, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr[-6000:]}"
+    [scale] = json.loads(out.read_text())["scales"]
+    assert scale["first_start"]["deleted_shares"] == scale["first_gc_deleted_expected"] > 0
+    assert scale["indexed_start"]["deleted_shares"] == scale["indexed_gc_deleted_expected"]
+    assert set(scale["lookups"]) >= {"get_buckets_hit", "get_buckets_miss", "allocate_new"}

@@ -4,12 +4,14 @@ Hypothesis draws a small population (immutable and mutable buckets, each made at
 some day and given further leases, new or renewed, on later days) and a policy
 (age, age with an override, cutoff date; either kind of share exempt). The real
 :class:`StorageServer` writes it; the real lease checker runs one cycle with
-collection on, from a fresh index or rebuilding it from the files. A model
+collection on, from a fresh index (its collection in threads or not) or
+rebuilding the index from the files. A model
 written from the rules in ``reference/storage-protocol.md`` §5.4-5.5, and
 nothing of ours, says which shares must be left and with how many leases.
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
@@ -45,6 +47,10 @@ POLICIES = st.one_of(
     st.builds(lambda days: ("age", days * DAY, None), TEN_DAYS.filter(bool)),
     st.builds(lambda days: ("cutoff-date", None, START + days * DAY), TEN_DAYS),
 ).flatmap(lambda rule: st.tuples(st.just(rule), st.booleans(), st.booleans()))
+
+
+#: Collector threads, for the examples that collect several shares at once.
+COLLECTORS = ThreadPoolExecutor(4, thread_name_prefix="test-collect")
 
 
 def _model_expired(expiration: int, rule: tuple) -> bool:
@@ -121,9 +127,10 @@ def _leases_left(root: Path, key: tuple[bytes, int]) -> int:
         return sum(1 for lease in container.lease_records() if not lease.is_empty_slot)
 
 
-@given(buckets=BUCKETS, policy=POLICIES, rebuilding=st.booleans())
+@given(buckets=BUCKETS, policy=POLICIES, rebuilding=st.booleans(), threaded=st.booleans())
 @settings(max_examples=60, deadline=None)
-def test_collection_follows_tahoes_rules(buckets: list, policy: tuple, rebuilding: bool) -> None:
+def test_collection_follows_tahoes_rules(buckets: list, policy: tuple, rebuilding: bool,
+                                         threaded: bool) -> None:
     (mode, override, cutoff), immutable, mutable = policy
     with TemporaryDirectory() as tmp:
         root = Path(tmp) / "storage"
@@ -138,7 +145,7 @@ def test_collection_follows_tahoes_rules(buckets: list, policy: tuple, rebuildin
             root, clock, server.index,
             ExpiryPolicy(mode, override_lease_duration=override, cutoff_date=cutoff,
                          immutable=immutable, mutable=mutable),
-            True, slow_start=0)
+            True, slow_start=0, collectors=COLLECTORS if threaded else None)
         checker.start()
         clock.advance(checker.first_delay())
         try:

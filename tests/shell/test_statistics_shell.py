@@ -174,6 +174,21 @@ def test_share_counter_limits_dear_walks() -> None:
     assert result_of(counter.refresh()) == ShareCount(2, 2)
 
 
+def test_share_counter_does_not_walk_while_the_index_is_rebuilt() -> None:
+    """While the share index is being rebuilt nothing is walked (the answer would wait for
+    a walk of every bucket): no counts until the index has them."""
+    clock = task.Clock()
+    walk = FakeWalk(clock, 0.001)
+    totals: list[ShareCount | None] = [None]
+    counter = ShareCounter("/shares", clock, run_now, lambda: 0, walk, clock.seconds,
+                           index_totals=lambda: totals[0], index_pending=lambda: totals[0] is None)
+    assert result_of(counter.refresh()) is None and counter.current() is None
+    assert walk.walks == 0
+    totals[0] = ShareCount(7, 9)
+    assert result_of(counter.refresh()) == ShareCount(7, 9) == counter.current()
+    assert walk.walks == 0
+
+
 # -- the node's document
 
 

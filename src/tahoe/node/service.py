@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import socket
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,10 @@ def _local_addresses() -> list[str]:
     return addresses
 
 
+#: Threads garbage collection reads, trims and deletes expired shares with, several at once.
+COLLECTORS = 8
+
+
 def _listening_config(nodedir: NodeDirectory) -> tuple[list[str], str]:
     """The Tub's endpoints and location, allocating and remembering a port if none is set."""
     config = nodedir.config
@@ -126,6 +131,7 @@ class Node:
         self.crawlers: list[Any] = []
         self.maintenance_pool: ThreadPool | None = None
         self.scan_process: ScanProcess | None = None
+        self.collectors: ThreadPoolExecutor | None = None
         self.nickname = "" if self.config.nickname == "<unspecified>" else self.config.nickname
         self.port_switch: PortSwitch | None = None
         self.location = ""
@@ -270,10 +276,12 @@ class Node:
 
         keeper = self.storage_server.index
         self.scan_process = ScanProcess()
+        self.collectors = ThreadPoolExecutor(COLLECTORS, thread_name_prefix="storage-collect")
         self.crawlers = [BucketCountingCrawler(storage_dir, self.clock, keeper, in_thread),
                          LeaseCheckingCrawler(storage_dir, self.clock, keeper, policy,
                                               expire.enabled, in_thread,
-                                              scanner=self.scan_process)]
+                                              scanner=self.scan_process,
+                                              collectors=self.collectors)]
         for crawler in self.crawlers:
             crawler.start()
         assert self.stats is not None
@@ -325,6 +333,8 @@ class Node:
             await crawler.stop()
         if self.scan_process is not None:
             self.scan_process.stop()
+        if self.collectors is not None:
+            self.collectors.shutdown(wait=True)
         if self.maintenance_pool is not None:
             self.maintenance_pool.stop()
         if self.storage_server is not None:

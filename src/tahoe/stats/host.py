@@ -128,6 +128,9 @@ class ShareCounter:
     :param timer: monotonic seconds, read in the worker thread around the walk.
     :param index_totals: the counts a fresh share index keeps, or None: when it gives
         them, they are the count (no walk).
+    :param index_pending: whether the share index is being rebuilt: its totals come
+        when it is done, so no walk meanwhile (it would hold the request for as long as
+        a walk of every bucket takes, and compete with the rebuild for the disk).
     """
 
     def __init__(self, shares_dir: str, clock: Any,
@@ -135,7 +138,8 @@ class ShareCounter:
                  changes: Callable[[], object] = lambda: None,
                  walk: Callable[[str], ShareCount] = count_shares,
                  timer: Callable[[], float] = time.perf_counter,
-                 index_totals: Callable[[], ShareCount | None] = lambda: None) -> None:
+                 index_totals: Callable[[], ShareCount | None] = lambda: None,
+                 index_pending: Callable[[], bool] = lambda: False) -> None:
         self._shares_dir = shares_dir
         self._clock = clock
         self._run_in_thread = run_in_thread
@@ -143,6 +147,7 @@ class ShareCounter:
         self._walk = walk
         self._timer = timer
         self._index_totals = index_totals
+        self._index_pending = index_pending
         self._current: ShareCount | None = None
         self._walked_at = 0.0
         self._walk_duration = 0.0
@@ -162,15 +167,16 @@ class ShareCounter:
         return (self._walk_duration >= CHEAP_WALK
                 and age < FRESHNESS_FACTOR * self._walk_duration)
 
-    async def refresh(self) -> ShareCount:
-        """Walk again unless the latest count is fresh (see :meth:`is_fresh`).
+    async def refresh(self) -> ShareCount | None:
+        """Walk again unless the latest count is fresh (see :meth:`is_fresh`) or the index
+        is being rebuilt (then the latest walk's count, if any).
 
         :raises OSError: if the walk failed in an unexpected way.
         """
         indexed = self._index_totals()
         if indexed is not None:
             return indexed
-        if self._current is not None and self.is_fresh():
+        if self._index_pending() or (self._current is not None and self.is_fresh()):
             return self._current
         changes = self._changes()
         count, duration = await self._run_in_thread(self._timed_walk, self._shares_dir)

@@ -34,6 +34,11 @@ def _index_totals(index: Any) -> ShareCount | None:
     return ShareCount(totals.buckets, totals.shares)
 
 
+def _index_pending(index: Any) -> bool:
+    """Whether a share index is being rebuilt (its totals will come)."""
+    return index is not None and not index.fresh and not index.closed
+
+
 class NodeStatistics:
     """The statistics of one node.
 
@@ -93,7 +98,8 @@ class NodeStatistics:
 
         counter = ShareCounter(shares_dir, self._clock,
                                self._run_in_thread or reactor_thread_runner(self._clock),
-                               changes, index_totals=lambda: _index_totals(index))
+                               changes, index_totals=lambda: _index_totals(index),
+                               index_pending=lambda: _index_pending(index))
         self._share_counters.append(counter)
 
         def storage_values() -> dict[str, Value]:

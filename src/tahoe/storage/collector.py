@@ -2,7 +2,7 @@
 
 The lease checker (:mod:`.crawler`) decides from index rows or from a scan
 (:mod:`.expirer`); these functions act, in its worker threads. A share's
-leases are read from its file under its prefix's lock before anything is
+leases are read from its file under its bucket's lock before anything is
 removed: a lease renewed since the row was written keeps the share
 (``storage-protocol.md`` §5.5). A deleted share's emptied bucket directory
 goes too. The reactor thread then brings the index in step with the files.
@@ -35,7 +35,7 @@ class Outcome:
 
 def collect_share(keeper: IndexKeeper, storage_index: bytes, shnum: int,
                   policy: ExpiryPolicy, now: float, delete: bool) -> Outcome:
-    """Under the share's prefix lock: read its leases again and remove those the policy
+    """Under the share's bucket lock: read its leases again and remove those the policy
     finds expired; the share itself (and its bucket directory, if emptied) when none is
     left and ``delete`` was planned."""
     path = keeper.share_path(storage_index, shnum)
@@ -74,7 +74,7 @@ def _collect(path: str, key: tuple[bytes, int], policy: ExpiryPolicy, now: float
 
 def remove_empty_bucket(keeper: IndexKeeper, storage_index: bytes) -> None:
     """Remove a bucket directory if it holds nothing (left so by a stop between a share's
-    deletion and its directory's), under the prefix lock, as an upload's close might be
+    deletion and its directory's), under the bucket's lock, as an upload's close might be
     filling it."""
     with keeper.lock(storage_index):
         disk.remove_empty_dirs(os.path.dirname(keeper.share_path(storage_index, 0)))
@@ -82,6 +82,6 @@ def remove_empty_bucket(keeper: IndexKeeper, storage_index: bytes) -> None:
 
 def delete_share_file(path: str) -> None:
     """Remove a share file, and its bucket directory if that left it empty. The caller
-    holds the prefix lock and has just read the share's leases from the file."""
+    holds the bucket's lock and has just read the share's leases from the file."""
     disk.remove_quietly(path)
     disk.remove_empty_dirs(os.path.dirname(path))  # fails quietly while anything is left

@@ -36,6 +36,7 @@ import collections
 import json
 import os
 from collections.abc import Callable
+from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,7 @@ from twisted.logger import Logger
 
 from ..node.fileutil import write_atomically
 from . import crawl_state, paths
-from .collector import collect_share, remove_empty_bucket
+from .collector import Outcome, collect_share, remove_empty_bucket
 from .expirer import examine_bucket
 from .indexing import IndexKeeper
 from .leases import ExpiryPolicy
@@ -178,7 +179,7 @@ class ShareCrawler:
 
     def wake(self) -> None:
         """End a sleep between cycles soon (a stop still ends the walk). Never runs the
-        walk inside the caller, which may hold a prefix lock."""
+        walk inside the caller, which may hold a bucket lock."""
         def end_sleep() -> None:
             if self._sleep is not None:
                 self._sleep.cancel()
@@ -377,8 +378,13 @@ class LeaseCheckingCrawler(ShareCrawler):
     def __init__(self, storage_dir: str | os.PathLike[str], clock: Any, keeper: IndexKeeper,
                  policy: ExpiryPolicy, enabled: bool, run_in_thread: RunInThread = run_here,
                  slow_start: float | None = None,
-                 scanner: Callable[..., PrefixScan] = scan_prefix_for_walk) -> None:
+                 scanner: Callable[..., PrefixScan] = scan_prefix_for_walk,
+                 collectors: Executor | None = None) -> None:
         super().__init__(storage_dir, clock, keeper, run_in_thread, slow_start)
+        #: Threads that collect a prefix's expired shares several at once when the walk
+        #: reads the index (a cold disk serves parallel reads and deletes faster than
+        #: serial ones); None: one after the other.
+        self.collectors = collectors
         #: Reads a prefix's files (:func:`~.share_scan.scan_prefix_for_walk`, or the same
         #: in another process: the node's :class:`~.share_scan.ScanProcess`).
         self.scanner = scanner
@@ -418,11 +424,14 @@ class LeaseCheckingCrawler(ShareCrawler):
         if not job.counts:
             return outcome
         rows = self.keeper.index.reader().shares_in_prefix(prefix_value(job.prefix))
+        delete: list[tuple[bytes, int]] = []
+        trim: list[tuple[bytes, int]] = []
         for storage_index, shares in _buckets(rows, job.after_bucket):
             plan = examine_bucket(shares, paths.storage_index_to_b32(storage_index),
                                   outcome.figures, now, self.policy, self.enabled)
-            self._collect(outcome, [(s.storage_index, s.shnum) for s in plan.delete],
-                          [(s.storage_index, s.shnum) for s in plan.trim], now)
+            delete.extend((s.storage_index, s.shnum) for s in plan.delete)
+            trim.extend((s.storage_index, s.shnum) for s in plan.trim)
+        self._collect(outcome, delete, trim, now, self.collectors)
         return outcome
 
     def _from_files(self, job: PrefixJob, now: float) -> PrefixOutcome:
@@ -441,16 +450,21 @@ class LeaseCheckingCrawler(ShareCrawler):
         return outcome
 
     def _collect(self, outcome: PrefixOutcome, delete: list[tuple[bytes, int]],
-                 trim: list[tuple[bytes, int]], now: float) -> None:
-        """Collect (each file read again under its prefix lock); note what changed."""
-        for keys, deleting in ((delete, True), (trim, False)):
-            for storage_index, shnum in keys:
-                done = collect_share(self.keeper, storage_index, shnum, self.policy, now,
-                                     deleting)
-                if done.action != "kept":
-                    outcome.changed.append((storage_index, shnum))
-                if done.action == "deleted":
-                    outcome.deleted += 1
+                 trim: list[tuple[bytes, int]], now: float,
+                 collectors: Executor | None = None) -> None:
+        """Collect (each file read again under its bucket's lock), in ``collectors`` if
+        given; note what changed. (A rebuilding walk collects one share after the other:
+        the files were just read, and threads would only compete for the interpreter.)"""
+        def collect(job: tuple[bytes, int, bool]) -> Outcome:
+            return collect_share(self.keeper, job[0], job[1], self.policy, now, job[2])
+        jobs = [(si, shnum, True) for si, shnum in delete]
+        jobs += [(si, shnum, False) for si, shnum in trim]
+        run = collectors.map if collectors is not None and len(jobs) > 1 else map
+        for done in run(collect, jobs):
+            if done.action != "kept":
+                outcome.changed.append((done.storage_index, done.shnum))
+            if done.action == "deleted":
+                outcome.deleted += 1
 
     # on the reactor thread
 

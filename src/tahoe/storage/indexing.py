@@ -42,6 +42,9 @@ from .share_index import INDEX_NAME, IndexedShare, ShareIndex, prefix_number
 from .share_scan import scan_bucket, scan_share
 
 PREFIXES = 1024
+#: Locks for share changes, each for the storage indexes whose hash falls on it: changes
+#: to one bucket are one after the other, different buckets mostly in parallel.
+LOCK_STRIPES = 4096
 
 
 class IndexKeeper:
@@ -61,7 +64,7 @@ class IndexKeeper:
         self.index = _open_index(Path(index_path or self.storage_dir / INDEX_NAME))
         #: Called (no arguments) when the index stops being trusted while running.
         self.stale_listeners: list[Callable[[], None]] = []
-        self._locks = [threading.Lock() for _ in range(PREFIXES)]
+        self._locks = [threading.Lock() for _ in range(LOCK_STRIPES)]
         self._scanned: set[int] = set()
         self._touched: dict[int, set[tuple[bytes, int]]] = {}
         self.fresh = self._was_left_fresh()
@@ -186,7 +189,7 @@ class IndexKeeper:
 
     def lock(self, storage_index: bytes) -> threading.Lock:
         """The lock to hold while changing a share file of ``storage_index``."""
-        return self._locks[prefix_number(storage_index)]
+        return self._locks[hash(storage_index) % LOCK_STRIPES]
 
     def share_path(self, storage_index: bytes, shnum: int) -> str:
         """Where a final share lives."""

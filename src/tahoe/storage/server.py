@@ -130,7 +130,7 @@ class StorageServer:
     @contextlib.contextmanager
     def _changing(self, storage_index: bytes, shnums: Callable[[], Iterable[int]]
                   ) -> Iterator[None]:
-        """Hold the prefix lock while share files of ``storage_index`` change, then bring
+        """Hold the bucket's lock while share files of ``storage_index`` change, then bring
         the index in step with the shares ``shnums()`` names (after the files, also
         when the change failed half way)."""
         with self.index.lock(storage_index):

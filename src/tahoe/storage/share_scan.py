@@ -124,7 +124,7 @@ def scan_prefix_for_walk(shares_dir: str, prefix: str, counts: bool, after_bucke
     """Read every share of one prefix directory for the lease checker's walk: the index
     rows, the cycle figures of the buckets after ``after_bucket`` (if ``counts``), and what
     garbage collection should do there. Only reads: fit for another process (the caller
-    collects, under the prefix lock, reading each file again).
+    collects, under each bucket's lock, reading each file again).
 
     :param readers: threads to read buckets with, several at once (a cold disk answers
         many reads at a time faster than one after the other).
