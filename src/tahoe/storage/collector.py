@@ -10,6 +10,7 @@ goes too. The reactor thread then brings the index in step with the files.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from attrs import frozen
 
@@ -19,6 +20,8 @@ from .errors import ContainerError
 from .immutable_container import ImmutableContainer
 from .indexing import IndexKeeper
 from .leases import ExpiryPolicy
+from .randomaccess import MemoryFile
+from .share_scan import WHOLE_READ
 
 __all__ = ["Outcome", "collect_share", "delete_share_file", "remove_empty_bucket"]
 
@@ -46,27 +49,60 @@ def collect_share(keeper: IndexKeeper, storage_index: bytes, shnum: int,
 
 def _collect(path: str, key: tuple[bytes, int], policy: ExpiryPolicy, now: float,
              delete: bool) -> Outcome:
+    # A small share (most are) is read whole in one call and judged in memory: one disk
+    # read where the container's header and lease reads would be several on a cold disk.
+    # Only a trim writes, and it goes through the file itself.
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except (FileNotFoundError, NotADirectoryError):
+        return Outcome(*key, "kept")
+    try:
+        size = os.fstat(fd).st_size
+        snapshot = MemoryFile(os.pread(fd, size, 0)) if size <= WHOLE_READ else None
+    finally:
+        os.close(fd)
+    if snapshot is not None:
+        try:
+            action, _ = _judge(open_container(snapshot), policy, now)
+        except ContainerError:
+            return Outcome(*key, "kept")
+        if action == "kept":
+            return Outcome(*key, "kept")
+        if action == "delete":
+            return _delete(path, key, delete)
     try:
         with disk.open_file(path, writable=True) as file:
             container = open_container(file)
-            immutable = isinstance(container, ImmutableContainer)
-            kind = "immutable" if immutable else "mutable"
-            records = container.leases() if immutable else container.lease_records()
-            in_use = [i for i, lease in enumerate(records)
-                      if immutable or not lease.is_empty_slot]
-            if not policy.applies_to(kind):
-                return Outcome(*key, "kept")
-            expired = [i for i in in_use if policy.expired(records[i].expiration, now)]
-            if in_use and not expired:
-                return Outcome(*key, "kept")
-            if len(expired) < len(in_use):
+            action, expired = _judge(container, policy, now)
+            if action == "trim":
                 for index in reversed(expired):
                     container.remove_lease(index)
                 return Outcome(*key, "trimmed")
-            # every lease expired (or there is none)
     except (FileNotFoundError, ContainerError):
         return Outcome(*key, "kept")
-    if not delete:
+    if action == "kept":
+        return Outcome(*key, "kept")
+    return _delete(path, key, delete)
+
+
+def _judge(container: Any, policy: ExpiryPolicy, now: float) -> tuple[str, list[int]]:
+    """``kept``, ``trim`` (with the indexes of the expired leases) or ``delete`` (every
+    lease expired, or there is none)."""
+    immutable = isinstance(container, ImmutableContainer)
+    if not policy.applies_to("immutable" if immutable else "mutable"):
+        return "kept", []
+    records = container.leases() if immutable else container.lease_records()
+    in_use = [i for i, lease in enumerate(records) if immutable or not lease.is_empty_slot]
+    expired = [i for i in in_use if policy.expired(records[i].expiration, now)]
+    if in_use and not expired:
+        return "kept", []
+    if len(expired) < len(in_use):
+        return "trim", expired
+    return "delete", expired
+
+
+def _delete(path: str, key: tuple[bytes, int], planned: bool) -> Outcome:
+    if not planned:
         return Outcome(*key, "kept")
     delete_share_file(path)
     return Outcome(*key, "deleted")
