@@ -12,6 +12,40 @@ from .headers import set_security_headers
 from .logformat import censored_log_line
 
 
+class _AllowedMethodsOnly:
+    """Wraps a resource: a method it does not implement is a 405 with ``Allow``.
+
+    Twisted answers 405 only for GET, HEAD and POST and a 501 "Huh?" page for
+    any other method (a DELETE on ``/status/``, say), which a client cannot
+    tell from a server fault.  HEAD is left to Twisted, which answers it with
+    GET where GET is allowed.  A HEAD answered with a body is finished here,
+    without one (Twisted would log a warning quoting the request URI).
+    """
+
+    def __init__(self, wrapped: resource.IResource) -> None:
+        self._wrapped = wrapped
+
+    def render(self, request: server.Request) -> Any:
+        """Render the wrapped resource; a method it does not implement gets a 405."""
+        try:
+            body = self._wrapped.render(request)
+        except resource.UnsupportedMethod as refusal:
+            allowed = list(refusal.allowedMethods)
+            if request.method == b"HEAD" and b"GET" in allowed:
+                raise
+            request.setResponseCode(405)
+            request.setHeader(b"Allow", b", ".join(allowed))
+            request.setHeader(b"Content-Type", b"text/plain; charset=utf-8")
+            return b"Method Not Allowed: this resource allows " + b", ".join(allowed) + b"\n"
+        if request.method == b"HEAD" and isinstance(body, bytes) and body:
+            # Finish here: Twisted would log the whole request, its URI (a cap) included.
+            request.setHeader(b"Content-Length", b"%d" % len(body))
+            request.write(b"")
+            request.finish()
+            return server.NOT_DONE_YET
+        return body
+
+
 class GatewayRequest(server.Request):
     """A request whose response carries the security headers, whatever resource answers it."""
 
@@ -19,6 +53,10 @@ class GatewayRequest(server.Request):
         """Set the headers (``tahoe.web.headers``), then dispatch as Twisted does."""
         set_security_headers(self)
         super().process()
+
+    def render(self, resrc: resource.IResource) -> None:
+        """Render as Twisted does, with 405 rather than 501 for an unimplemented method."""
+        super().render(_AllowedMethodsOnly(resrc))
 
 
 def url_for_port(listening_port: Any, tls: bool = False) -> str:
