@@ -8,7 +8,9 @@ non-ASCII query argument (``?name=%E2%98%83``) was a 500
 (``UnicodeEncodeError``), ``DELETE`` of a bare cap (``/uri/%E2%98%83``,
 ``/uri/%2e%2e``) was a 500 as in Tahoe, methods other than GET/HEAD/POST on
 a resource without them were Twisted's 501 "Huh?" page, and a HEAD answered
-with a body made Twisted log the request URI (a cap) as a warning.
+with a body made Twisted log the request URI (a cap) as a warning, and a POST
+whose Content-Type held a byte Python splits lines at (``\x85``) was dropped
+without an answer.
 """
 from __future__ import annotations
 
@@ -330,6 +332,17 @@ def test_fuzz_findings_stay_fixed(gateway: str, method: str, target: str) -> Non
     """Requests that were 500s (or 501s) before this suite get an answer below 500 now."""
     answer = exchange(gateway, raw_request(method.encode(), target.encode(), []))
     assert answer.status < 500, (method, target, answer.status, answer.body[:300])
+
+
+def test_a_content_type_with_a_line_break_character_is_answered(gateway: str,
+                                                                objects: Objects) -> None:
+    """A POST whose Content-Type holds ``\xc3\x85`` (U+0085 to Latin-1) was dropped without
+    an answer (Twisted's form parsing raised); now it is answered below 500."""
+    target = b"/uri/" + urllib.parse.quote(objects.file_cap, safe="").encode()
+    for value in (b"\xc3\x850", b"multipart/form-data; boundary=\x1c", b"text/\x0bplain"):
+        answer = exchange(gateway, raw_request(b"POST", target, [(b"Content-Type", value)],
+                                               b"\x00"))
+        assert answer.status < 500, (value, answer.status)
 
 
 def test_delete_or_put_on_a_bare_cap_is_400(gateway: str, objects: Objects) -> None:

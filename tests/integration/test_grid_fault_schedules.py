@@ -12,7 +12,8 @@ slow it stalls, or lying (a flipped byte in a block, in the block hashes, in
 the share hashes, in the UEB; a truncated share; another file's share).  The
 three honest shares give the right bytes within a bounded time; with eight
 misbehaving servers, the right bytes if enough of them are only slow, else a
-clean error: never wrong bytes.
+clean error: never wrong bytes.  The same for mutable files (SDMF, MDMF) whose
+shares are changed on disk.
 """
 from __future__ import annotations
 
@@ -27,8 +28,12 @@ from pathlib import Path
 import pytest
 
 from tahoe.immutable.layout import parse_header
+from tahoe.storage.mutable_container import DATA_OFFSET as MUTABLE_DATA_OFFSET
+from tahoe.storage.mutable_container import MutableContainer
+from tahoe.storage.randomaccess import MemoryFile
 from tests.integration.conftest import DEFAULT_SHARES
 from tests.integration.test_local_grid import all_servers_back, share_files  # noqa: F401
+from tests.support.dirapi import WebAPI
 from tests.support.processes import wait_until
 from tests.support.proxied_grid import ProxiedGrid
 from tests.support.reliability import FaultRun, fault_run, record_limit, seeds
@@ -184,3 +189,37 @@ def test_downloads_with_servers_dead_slow_or_lying(grid: ProxiedGrid, bad: int) 
             _revive(grid, run)
     record_limit("download", f"right bytes from any {DEFAULT_SHARES.needed} honest shares "
                              f"within {DOWNLOAD_DEADLINE:g} s, else an error")
+
+
+def _flip_mutable(path: Path, rng: random.Random) -> None:
+    """Flip one bit of a mutable share file's share data (header, signature, key, blocks)."""
+    raw = bytearray(path.read_bytes())
+    data_length = MutableContainer.open(MemoryFile(bytes(raw))).data_length
+    position = MUTABLE_DATA_OFFSET + rng.randrange(data_length)
+    raw[position] ^= 1 << rng.randrange(8)
+    path.write_bytes(bytes(raw))
+
+
+@pytest.mark.parametrize("fmt", ["SDMF", "MDMF"])
+def test_mutable_reads_with_lying_servers(grid: ProxiedGrid, fmt: str) -> None:
+    """A mutable file with seven of its ten shares changed on disk reads back right (the
+    latest version, whole); with eight, right or a clean error, never wrong bytes."""
+    api = WebAPI(grid.client.url)
+    for seed in seeds(1, base=1330 if fmt == "SDMF" else 1335):
+        rng = random.Random(seed)
+        data = rng.randbytes(rng.choice([3_000, 200_000]))
+        cap = api.create_mutable(data, fmt)
+        files = share_files(grid, cap)
+        with fault_run(f"mutable read with lying servers ({fmt})") as run:
+            for bad, path in enumerate(rng.sample(files, 8), start=1):
+                _flip_mutable(path, rng)
+                if bad < 7:
+                    continue
+                answer = api.request("GET", api.object_path(cap))
+                if bad == 7:
+                    assert answer.status == 200, (seed, answer.status, answer.text[:300])
+                if answer.status == 200:
+                    assert answer.body == data, (seed, bad, "wrong bytes")
+                    run.checked(answer.body)
+                else:
+                    assert 400 <= answer.status < 600 and answer.body != data

@@ -169,7 +169,10 @@ def test_storage_port_drops_undecided_and_stalled_connections(http_node: NodeAdd
     with connections(http_node.port, 1) as (silent,):
         silent.settimeout(DECIDE_TIMEOUT + 15)
         started = time.monotonic()
-        assert silent.recv(1) == b""
+        try:
+            assert silent.recv(1) == b""  # closed, or
+        except ConnectionResetError:
+            pass  # aborted
         assert DECIDE_TIMEOUT - 1 <= time.monotonic() - started < DECIDE_TIMEOUT + 15
     stalled = RawConnection("127.0.0.1", http_node.port, timeout=Limits().request_timeout + 30)
     try:

@@ -58,6 +58,25 @@ class GatewayRequest(server.Request):
         """Render as Twisted does, with 405 rather than 501 for an unimplemented method."""
         super().render(_AllowedMethodsOnly(resrc))
 
+    def requestReceived(self, command: bytes, path: bytes, version: bytes) -> None:  # noqa: N802
+        """Dispatch as Twisted does, once the Content-Type has no line-break characters.
+
+        Twisted parses a POST's Content-Type with :mod:`email`, which refuses a
+        value holding a character Python splits lines at (``\x85``,
+        ``\x1c``-``\x1e``, ...): the exception dropped the connection without
+        an answer.  Such bytes are removed; what is left is judged as usual.
+        """
+        values = self.requestHeaders.getRawHeaders(b"content-type")
+        if values:
+            self.requestHeaders.setRawHeaders(b"content-type",
+                                              [_without_line_breaks(v) for v in values])
+        super().requestReceived(command, path, version)
+
+
+def _without_line_breaks(value: bytes) -> bytes:
+    """``value`` without the bytes whose Latin-1 character ``str.splitlines`` breaks at."""
+    return bytes(b for b in value if len((chr(b) + "x").splitlines()) == 1)
+
 
 def url_for_port(listening_port: Any, tls: bool = False) -> str:
     """The ``node.url`` line for a listening port: always 127.0.0.1 (frontends.md §1.1)."""
