@@ -165,7 +165,7 @@ def test_idle_connections_on_the_storage_port(http_node: NodeAddress) -> None:
 def test_storage_port_drops_undecided_and_stalled_connections(http_node: NodeAddress) -> None:
     """A connection that sends nothing is closed after the protocol decision timeout (30 s);
     an HTTPS request stalled mid-headers after the request timeout (60 s)."""
-    from tests.support.rawhttp import RawConnection
+    from tests.support.rawhttp import ConnectionClosed, RawConnection
     with connections(http_node.port, 1) as (silent,):
         silent.settimeout(DECIDE_TIMEOUT + 15)
         started = time.monotonic()
@@ -178,8 +178,11 @@ def test_storage_port_drops_undecided_and_stalled_connections(http_node: NodeAdd
     try:
         stalled.send(b"GET /storage/v1/version HTTP/1.1\r\nHost: x\r\n")
         started = time.monotonic()
-        with pytest.raises(Exception):
-            stalled.read_response()
+        try:
+            status: int | None = stalled.read_response().status  # an answer, then closed
+        except (ConnectionClosed, OSError):
+            status = None  # or just closed
+        assert status in (None, 400, 408), status
         assert time.monotonic() - started >= Limits().request_timeout - 1
     finally:
         stalled.close()
