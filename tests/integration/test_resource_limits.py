@@ -188,3 +188,23 @@ def test_storage_port_drops_undecided_and_stalled_connections(http_node: NodeAdd
         stalled.close()
     record_limit("stalled HTTPS storage request", f"closed after {Limits().request_timeout:g} s "
                                                   f"without a byte")
+
+
+GATEWAY_IDLE_TIMEOUT = 60.0  # Twisted's HTTPChannel default, which the gateway keeps
+
+
+@long_schedule
+def test_gateway_drops_idle_connections(local_grid: ProxiedGrid) -> None:
+    """A gateway connection that sends nothing is closed after about a minute."""
+    with connections(_port(local_grid.client.url), 1) as (idle,):
+        idle.settimeout(GATEWAY_IDLE_TIMEOUT + 30)
+        started = time.monotonic()
+        try:
+            assert idle.recv(1) == b""
+        except ConnectionResetError:
+            pass
+        elapsed = time.monotonic() - started
+    assert GATEWAY_IDLE_TIMEOUT - 5 <= elapsed < GATEWAY_IDLE_TIMEOUT + 30, elapsed
+    record_limit("idle gateway connection", f"closed after {elapsed:.0f} s (a byte now and "
+                                            f"then keeps it: slowloris is bounded by memory, "
+                                            f"see gateway connections)")
