@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test screenshots interop-env system-packages bench bench-compare bench-core bench-profile bench-backup bench-storage run clean
+.PHONY: test test-faults screenshots interop-env system-packages bench bench-compare bench-core bench-profile bench-backup bench-storage run clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -25,6 +25,21 @@ system-packages:
 ## test: install into .venv if needed, then run the whole test suite (interop included)
 test: $(STAMP) interop-env system-packages
 	$(BIN)/python -m pytest -q tests
+
+## test-faults: the reliability suite with its long seeded schedules (FAULT_RUNS times the runs
+## of make test, and the tests too long for it); regenerates the table of docs/reliability.md
+FAULT_RUNS ?= 5
+RELIABILITY_TESTS := tests/core/test_trust_boundaries.py tests/integration/test_gateway_fuzz.py \
+	tests/integration/test_storage_foolscap_fuzz.py tests/integration/test_storage_http_fuzz.py \
+	tests/integration/test_crash_schedules.py tests/integration/test_grid_fault_schedules.py \
+	tests/integration/test_sigkill_uploads.py tests/integration/test_disk_full.py \
+	tests/integration/test_netns_grid.py tests/integration/test_clock_jumps.py \
+	tests/integration/test_authority.py tests/integration/test_resource_limits.py
+test-faults: $(STAMP) system-packages
+	rm -f .reliability-ledger.jsonl
+	TAHOE_FAULT_RUNS=$(FAULT_RUNS) TAHOE_RELIABILITY_LEDGER=$(CURDIR)/.reliability-ledger.jsonl \
+	TAHOE_RELIABILITY_DOC=$(CURDIR)/docs/reliability.md \
+	$(BIN)/python -m pytest -q $(RELIABILITY_TESTS)
 
 ## screenshots: run the browser tests and keep their screenshots as the gallery (docs/web-ui/)
 screenshots: $(STAMP) system-packages
@@ -60,4 +75,4 @@ run: $(STAMP)
 	$(BIN)/python misc/run_demo.py local-grid
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis bench-*.json bench-*.png bench-*.md bench-profile local-grid
+	rm -rf $(VENV) .pytest_cache .hypothesis .reliability-ledger.jsonl bench-*.json bench-*.png bench-*.md bench-profile local-grid

@@ -10,6 +10,9 @@
 #                the SFTP frontend driven by OpenSSH's sftp and ssh-keygen, and mounted
 #                with sshfs where the machine allows FUSE mounts
 #                (tests/integration/test_sftp.py)
+#   iptables     random packet loss on the links of the multi-host grid in network
+#                namespaces (tests/integration/test_netns_grid.py), where the kernel
+#                has no sch_netem; iproute2 (ip netns, tc) is already part of Debian
 #
 # systemd-analyze (package systemd) is used when present
 # (tests/shell/test_systemd_unit.py) and is not installed here.
@@ -48,6 +51,7 @@ command -v munin-run >/dev/null 2>&1 || [ -x /usr/sbin/munin-run ] || missing="$
 [ -x /usr/bin/chromedriver ] || missing="$missing chromium-driver"
 command -v sftp >/dev/null 2>&1 && command -v ssh-keygen >/dev/null 2>&1 || missing="$missing openssh-client"
 command -v sshfs >/dev/null 2>&1 || missing="$missing sshfs"
+command -v iptables >/dev/null 2>&1 || [ -x /usr/sbin/iptables ] || missing="$missing iptables"
 
 if [ -z "$missing" ]; then
     stop_daemon

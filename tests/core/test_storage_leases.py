@@ -202,3 +202,11 @@ def test_policy_validation_and_kinds() -> None:
     policy = ExpiryPolicy("age", immutable=False)
     assert not policy.applies_to("immutable")
     assert policy.applies_to("mutable")
+
+
+def test_expiration_stays_within_its_four_bytes() -> None:
+    """A clock past early 2106 (or before 1970) still gives a lease a storable expiration."""
+    from tahoe.storage.leases import MAX_EXPIRATION, expiration_for
+    assert expiration_for(2 ** 32 + 5) == MAX_EXPIRATION == 2 ** 32 - 1
+    assert expiration_for(-10 ** 9) == 0
+    assert expiration_for(1_700_000_000) == 1_700_000_000 + 31 * 86400

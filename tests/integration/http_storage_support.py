@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
@@ -29,10 +30,12 @@ WRITE_ENABLER = b"w" * 32
 
 @dataclass(frozen=True)
 class NodeAddress:
-    """Where a storage node takes the HTTPS storage protocol, and its swissnum."""
+    """Where a storage node takes the HTTPS storage protocol, its swissnum, and (for checks
+    on disk) its node directory."""
 
     port: int
     swissnum: bytes
+    basedir: Path | None = None
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +47,7 @@ def http_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeAddress]
         basedir = create_storage_node(tool, workdir / "storage", shares=SMALL_GRID_SHARES)
         start_node(tool, basedir, processes)
         furl = (basedir / "private" / "storage.furl").read_text().strip()
-        yield NodeAddress(tub_port(basedir), parse_furl(furl).swissnum.encode("ascii"))
+        yield NodeAddress(tub_port(basedir), parse_furl(furl).swissnum.encode("ascii"), basedir)
 
 
 def secrets(**values: bytes) -> list[tuple[str, str]]:

@@ -49,14 +49,17 @@ def storage_tree(storage_dir: Path) -> dict[str, bytes]:
             if p.is_file() and not p.name.startswith("share-index.sqlite")}
 
 
-async def start_pair(storage_dir: Path, **server_options: Any) -> StoragePair:
-    """Start a storage server Tub listening on a free port and connect a client Tub to it."""
+async def start_pair(storage_dir: Path, clock: Any = None, **server_options: Any) -> StoragePair:
+    """Start a storage server Tub listening on a free port and connect a client Tub to it.
+
+    :param clock: the server's clock (lease times); the reactor unless given.
+    """
     from twisted.internet import reactor
     server_tub = new_tub()
     port = free_port()
     server_tub.listenOn(f"tcp:{port}:interface=127.0.0.1")
     server_tub.setLocation(f"tcp:127.0.0.1:{port}")
-    server = StorageServer(storage_dir, tubid_bytes(server_tub), reactor,
+    server = StorageServer(storage_dir, tubid_bytes(server_tub), clock or reactor,
                            application_version=b"tahoe-lafs-py/test", **server_options)
     furl = server_tub.registerReference(StorageServerRPC(server))
     client_tub = new_tub()

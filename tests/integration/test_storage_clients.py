@@ -321,3 +321,27 @@ async def test_bulk_connection_pins_the_key(tmp_path: Path) -> None:
     finally:
         await tub.stopService()
         switch.stop()
+
+
+@pytest_twisted.ensureDeferred
+async def test_stopped_https_client_fails_bulk_requests_at_once(tmp_path: Path) -> None:
+    """Once its server is given up (stop), a client opens no new bulk connection: a bulk
+    request fails with ServerGone at once (found by SIGKILLed servers mid-upload, whose
+    late writes reached the restarted server), and so does one on a stopped bulk connection."""
+    from twisted.internet import reactor
+    made: list[ThreadedConnection] = []
+
+    def bulk() -> ThreadedConnection:
+        made.append(ThreadedConnection("127.0.0.1", free_port(), "A" * 43, reactor))
+        return made[-1]
+
+    endpoint = endpoint_for(NURL("A" * 43, "127.0.0.1", free_port(), "swiss"), reactor)
+    client = HTTPSStorageClient(PersistentConnection(endpoint, b"127.0.0.1", reactor),
+                                b"swiss", bulk=bulk)
+    client.stop()
+    error = await _failure(client.request(b"PUT", "/storage/v1/immutable/x/0", body=b"x" * 10,
+                                          bulk=True))
+    assert isinstance(error, ServerGone) and made == []
+    stopped = ThreadedConnection("127.0.0.1", free_port(), "A" * 43, reactor)
+    stopped.stop()
+    assert "stopped" in str(await _failure(stopped.request(b"GET", b"/")))

@@ -15,6 +15,7 @@ from tests.integration.http_storage_support import (CANCEL, RENEW, UPLOAD, WRITE
                                                     HTTPStorage, NodeAddress, http_node, secrets,
                                                     si_path)
 from tests.support.rawhttp import ConnectionClosed
+from tests.support.reliability import record_fuzz
 
 __all__ = ["http_node"]
 
@@ -61,6 +62,7 @@ def test_any_request_gets_an_answer_below_500(api: HTTPStorage, method: str, pre
                                               authorized: bool, body: bytes) -> None:
     """Random methods, paths, headers and bodies: never a 500, never a traceback; the
     connection and the node stay usable."""
+    record_fuzz("HTTPS storage API")
     target = "/" + (prefix + rest).lstrip("/")
     try:
         answer = api.send(method, target, headers, body, authorized=authorized)
@@ -75,6 +77,7 @@ def test_any_request_gets_an_answer_below_500(api: HTTPStorage, method: str, pre
 @given(value=st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=80))
 def test_wrong_authorization_is_401(api: HTTPStorage, value: str) -> None:
     """Any Authorization but the right one is 401, on every endpoint, before anything else."""
+    record_fuzz("HTTPS storage API")
     if value.strip() == api.authorization[1]:
         return
     for method, target in [("GET", "/storage/v1/version"),
@@ -88,6 +91,7 @@ def test_wrong_authorization_is_401(api: HTTPStorage, value: str) -> None:
 @given(body=BODIES)
 def test_malformed_bodies_are_400(api: HTTPStorage, body: bytes) -> None:
     """Allocation and read-test-write bodies of any other shape are 400 (a valid one, 200)."""
+    record_fuzz("HTTPS storage API")
     storage_index = os.urandom(16)
     allocate = api.send("POST", f"/storage/v1/immutable/{si_path(storage_index)}",
                         secrets(renew=RENEW, cancel=CANCEL, upload=UPLOAD), body)
@@ -109,6 +113,7 @@ def test_malformed_bodies_are_400(api: HTTPStorage, body: bytes) -> None:
 def test_share_numbers_and_sizes(api: HTTPStorage, shares: frozenset[int], size: int) -> None:
     """Share numbers outside 0..255 and sizes outside 0..2**64-1 are 400; others allocate
     what fits."""
+    record_fuzz("HTTPS storage API")
     body = cbor2.dumps({"share-numbers": set(shares), "allocated-size": size})
     answer = api.send("POST", f"/storage/v1/immutable/{si_path(os.urandom(16))}",
                       secrets(renew=RENEW, cancel=CANCEL, upload=UPLOAD), body)
@@ -142,6 +147,7 @@ def share(http_node: NodeAddress) -> tuple[str, bytes]:
 def test_ranges(api: HTTPStorage, share: tuple[str, bytes], value: str) -> None:
     """A closed byte range reads exactly its bytes (cut at the end; 204 past it); anything
     else is 416."""
+    record_fuzz("HTTPS storage API")
     path, data = share
     answer = api.send("GET", path, [("Range", value)])
     try:
@@ -164,6 +170,7 @@ def test_no_share_visible_before_its_last_byte(api: HTTPStorage,
                                                writes: list[tuple[int, int]]) -> None:
     """Writes in any order and overlap: the share is listed, readable, and answered 201 only
     once every byte is in."""
+    record_fuzz("HTTPS storage API")
     storage_index = os.urandom(16)
     path = f"/storage/v1/immutable/{si_path(storage_index)}"
     data = os.urandom(100)

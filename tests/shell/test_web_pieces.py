@@ -63,3 +63,15 @@ def test_access_log_never_shows_caps(uri: bytes) -> None:
     censored = censor_uri(uri)
     assert b"URI:" not in censored and b"secretkey" not in censored
     assert b"[CENSORED]" in censored
+
+
+@pytest.mark.parametrize("uri", [
+    b"http://127.0.0.1:3456/uri/URI:DIR2:secretkey:fp/sub?t=json",
+    b"https://example.org/cap/URI%3ACHK%3Asecretkey%3Ax/f#frag",
+    b"/static/URI:CHK:secretkey:x:3:10:100/x",
+    b"/nope/URI:SSK:secretkey:fp",
+])
+def test_a_cap_in_a_referer_or_any_path_is_censored(uri: bytes) -> None:
+    """A Referer (absolute URL) or a path outside /uri/ never brings a cap into the log."""
+    censored = censor_uri(uri)
+    assert b"secretkey" not in censored and b"[CENSORED]" in censored

@@ -318,15 +318,19 @@ class TahoeTool:
             args.append(f"--nickname={nickname}")
         return args
 
-    def start(self, basedir: Path, processes: ProcessSet) -> RunningNode:
+    def start(self, basedir: Path, processes: ProcessSet,
+              prefix: Sequence[str] = ()) -> RunningNode:
         """``tahoe run --allow-stdin-close NODEDIR`` in the background, stdin from /dev/null.
 
         The process is added to ``processes`` (which stops it); its output goes to
         ``<log_dir>/<node-name>.log``.  Returns at once: wait with
         :meth:`RunningNode.node_url` or :meth:`RunningNode.introducer_furl`.
+
+        :param prefix: a command that execs the rest in place, keeping the PID
+            (``ip netns exec NAME``, to run the node in a network namespace).
         """
         process = processes.start(
-            [self.exe, "run", "--allow-stdin-close", basedir],
+            [*prefix, self.exe, "run", "--allow-stdin-close", basedir],
             log_path=self.log_dir / f"{basedir.name}.log",
             env=_clean_env(),
         )

@@ -52,7 +52,8 @@ def append_alias(nodedir: str, name: str, cap: str) -> None:
             text += "\n"
         text += f"{name}: {cap}\n"
         temporary = path + ".tmp"
-        with open(temporary, "w", encoding="utf-8") as f:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # caps: owner only
+        with open(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(temporary, path)
     except (OSError, UnicodeDecodeError) as e:

@@ -128,6 +128,11 @@ def open_backupdb(path: str, now: Callable[[], float] = time.time,
         version 1 or 2.
     """
     creating = not os.path.exists(path)
+    if creating:  # it holds caps: owner only (sqlite3 would create it with the umask)
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except OSError as error:
+            raise BackupDBError(f"Unable to create/open backupdb file {path}: {error}") from None
     try:
         connection = sqlite3.connect(path)
     except sqlite3.Error as error:

@@ -19,6 +19,9 @@ from typing import Any, TextIO
 from .create_node import expand_home
 
 EXIT_ERROR = 1
+#: Seconds a stopping node waits for its connections to close; peers that went
+#: silent (a partitioned network) would otherwise hold the exit for minutes.
+SHUTDOWN_GRACE = 5.0
 
 
 def _process_start_time(pid: int) -> str | None:
@@ -111,7 +114,7 @@ def _legacy_crawler_state(nodedir: Any) -> str | None:
 
 def _run_reactor(nodedir: Any, pidfile: Path, allow_stdin_close: bool, stderr: TextIO) -> int:
     from twisted.internet import reactor, stdio
-    from twisted.internet.defer import Deferred
+    from twisted.internet.defer import CancelledError, Deferred, TimeoutError
     from twisted.internet.protocol import Protocol
     from twisted.python import log
 
@@ -149,7 +152,12 @@ def _run_reactor(nodedir: Any, pidfile: Path, allow_stdin_close: bool, stderr: T
             stdio.StandardIO(StdinWatcher())
 
     async def shutdown() -> None:
-        await node.stop()
+        stopping = Deferred.fromCoroutine(node.stop())
+        stopping.addTimeout(SHUTDOWN_GRACE, reactor)
+        try:
+            await stopping
+        except (TimeoutError, CancelledError):
+            log.msg(f"connections still open after {SHUTDOWN_GRACE:g} s; exiting anyway")
 
     reactor.callWhenRunning(begin)  # type: ignore[attr-defined]
     reactor.addSystemEventTrigger(  # type: ignore[attr-defined]

@@ -41,7 +41,8 @@ from ..caps.mutable import MDMFReadCap, MDMFWriteCap, MutableFormat, SSKReadCap,
 from ..crypto.lease_secrets import ClientLeaseSecrets
 from ..crypto.rsa import SigningKey, generate_signing_key
 from ..mutable.encoder import encode_version, salts_needed
-from ..mutable.errors import MutableFormatError, UncoordinatedWriteError, UnrecoverableFile
+from ..mutable.errors import (MutableFormatError, NotEnoughShares, UncoordinatedWriteError,
+                              UnrecoverableFile)
 from ..mutable.keys import MutableKeys, decrypt_private_key_der, readkey_from_writekey
 from ..mutable.layout import PROBE_SIZE, parse_header, private_key_range
 from ..mutable.reader import decode_shares
@@ -209,10 +210,41 @@ class MutableFileNode:
                                     f"found")
         self.needed, self.total = best.needed, best.total
         holders = smap.shares_of(best)
+        order = sorted(holders)
         shares: dict[int, bytes] = {}
+        tried: set[int] = set()
+        bad: dict[int, str] = {}
+        batch = best.needed + 2
+        while True:
+            # k + 2 shares first; then, while too few are good, as many more as are missing.
+            chosen = [n for n in order if n not in tried][:batch]
+            tried.update(chosen)
+            await self._fetch_whole(best, holders, probe, chosen, shares)
+            usable = {n: data for n, data in shares.items() if n not in bad}
+            try:
+                if best.data_length > 256 * 1024:
+                    decoded = await deferToThread(decode_shares, self.readkey, self.fingerprint,
+                                                  usable, best)
+                else:
+                    decoded = decode_shares(self.readkey, self.fingerprint, usable, best)
+            except NotEnoughShares as error:
+                bad.update(error.bad)
+                if tried.issuperset(order):
+                    self._report_all(holders, probe, bad)
+                    raise
+                batch = max(best.needed - error.found, 1)
+                continue
+            self._report_all(holders, probe, {**bad, **decoded.corrupt})
+            return decoded.plaintext
+
+    async def _fetch_whole(self, version: Any, holders: dict[int, Any], probe: Probe,
+                           shnums: list[int], shares: dict[int, bytes]) -> None:
+        """Put the whole share of each of ``shnums`` into ``shares`` (from the probe's bytes
+        when they hold all of it, else with one ``slot_readv`` each, all at once); a share
+        whose server fails to answer is left out."""
         reads = []
-        eof = best.offsets[-1]
-        for shnum in sorted(holders)[:best.needed + 2]:
+        eof = version.offsets[-1]
+        for shnum in shnums:
             sid = sorted(holders[shnum])[0]
             data = probe.data.get((sid, shnum), b"")
             if len(data) >= eof or len(data) < PROBE_SIZE:
@@ -227,15 +259,11 @@ class MutableFileNode:
             for (shnum, sid), (ok, result) in zip(reads, answers):
                 if ok and result.get(shnum):
                     shares[shnum] = result[shnum][0]
-        if best.data_length > 256 * 1024:
-            decoded = await deferToThread(decode_shares, self.readkey, self.fingerprint,
-                                          shares, best)
-        else:
-            decoded = decode_shares(self.readkey, self.fingerprint, shares, best)
-        for shnum, reason in decoded.corrupt.items():
+
+    def _report_all(self, holders: dict[int, Any], probe: Probe, corrupt: dict[int, str]) -> None:
+        for shnum, reason in corrupt.items():
             for sid in holders.get(shnum, ()):
                 self._report(probe.servers[sid], shnum, reason)
-        return decoded.plaintext
 
     async def size(self) -> int:
         """The size of the current contents, from a servermap update (nothing is decoded).

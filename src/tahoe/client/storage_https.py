@@ -115,8 +115,10 @@ class HTTPSStorageClient:
             raise ServerRefused(f"{what}: malformed answer: {error}") from None
 
     def stop(self) -> None:
-        """Close both connections."""
+        """Close both connections; later requests fail (no new bulk connection is made:
+        one would reach a restarted server in the middle of an upload to the old one)."""
         self.connection.stop()
+        self._make_bulk = None
         if self._bulk is not None:
             self._bulk.stop()
             self._bulk = None

@@ -128,9 +128,6 @@ class ThreadedConnection:
                 body: bytes = b"", max_body: int = MAX_BODY) -> Deferred:
         """Queue a request (connecting first if needed); a Deferred of its :class:`HTTPResponse`."""
         d: Deferred = Deferred()
-        if self._stopped or self.failed is not None:
-            d.errback(ConnectionGone(self.failed or "connection stopped"))
-            return d
         lines = [b"%s %s HTTP/1.1\r\nhost: %s\r\n" % (method, target, self._host_header)]
         lines += [b"%s: %s\r\n" % header for header in headers]
         if body or method in (b"POST", b"PUT", b"PATCH"):
@@ -139,8 +136,13 @@ class ThreadedConnection:
         data: list[bytes | memoryview] = [b"".join(lines)]
         if body:
             data.append(memoryview(body))
-        with self._lock:
-            self._queue.append(_Request(data, d, max_body))
+        with self._lock:  # the thread's end drains the queue under the same lock
+            gone = self._stopped or self.failed is not None
+            if not gone:
+                self._queue.append(_Request(data, d, max_body))
+        if gone:
+            d.errback(ConnectionGone(self.failed or "connection stopped"))
+            return d
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="https-bulk", daemon=True)
             self._thread.start()
@@ -150,8 +152,9 @@ class ThreadedConnection:
 
     def stop(self) -> None:
         """Close the connection; requests not answered fail with ConnectionGone."""
-        self._stopped = True
-        if self._thread is None:
+        with self._lock:
+            self._stopped = True
+        if self._thread is None or not self._thread.is_alive():
             self._fail_queued(ConnectionGone("connection stopped"))
         else:
             self._wake()
@@ -270,9 +273,9 @@ class ThreadedConnection:
                     closing.close()
                 except OSError:
                     pass
-        self.failed = str(reason)
         failed = list(self._inflight)
-        with self._lock:
+        with self._lock:  # no request can join the queue once it is drained
+            self.failed = str(reason)
             failed += list(self._queue)
             self._queue.clear()
         self._reactor.callFromThread(_deliver, [(r.deferred, Failure(reason)) for r in failed])

@@ -157,7 +157,8 @@ class IntroducerClient(Referenceable):  # type: ignore[misc]
         if self._cache_file is None:
             return
         entries = [{"ann": ann.announcement, "key_s": ann.server_id} for ann in self._table]
-        write_atomically(self._cache_file, yaml.safe_dump(entries, default_flow_style=False))
+        write_atomically(self._cache_file, yaml.safe_dump(entries, default_flow_style=False),
+                         mode=0o600)
 
     def _load_cache(self) -> None:
         if self._cache_file is None or not self._cache_file.exists():

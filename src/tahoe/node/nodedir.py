@@ -176,9 +176,15 @@ def quote_path(path: str) -> str:
     return json.dumps(path)
 
 
-def _write_text(path: str, text: str) -> None:
-    with open(path, "w", encoding="utf-8", newline="\n") as f:
+def _write_text(path: str, text: str, mode: int = 0o644) -> None:
+    """Write ``text``; a new file gets ``mode`` (0o600 for secrets), an existing one keeps its."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with open(fd, "w", encoding="utf-8", newline="\n") as f:
         f.write(text)
+
+
+#: Files under ``private/`` hold secrets (convergence, lease secret, FURLs, caps): owner only.
+PRIVATE_MODE = 0o600
 
 
 def _make_private_dir(basedir: str) -> str:
@@ -225,10 +231,10 @@ def create_node_directory(basedir: str, options: NodeOptions,
     _write_text(cfg_path, cfg_text)
     if options.introducer_furl is not None and options.node_type == CLIENT:
         _write_text(os.path.join(private, "introducers.yaml"),
-                    render_introducers_yaml({"default": options.introducer_furl}))
+                    render_introducers_yaml({"default": options.introducer_furl}), PRIVATE_MODE)
     if options.node_type == CLIENT:
         for name in ("secret", "convergence"):
-            _write_text(os.path.join(private, name), make_secret(random_bytes))
+            _write_text(os.path.join(private, name), make_secret(random_bytes), PRIVATE_MODE)
     return problems
 
 
@@ -306,7 +312,7 @@ def _read_or_create_secret(path: str, random_bytes: RandomBytes) -> bytes:
     text = _read_text(path)
     if text is None:
         text = make_secret(random_bytes)
-        _write_text(path, text)
+        _write_text(path, text, PRIVATE_MODE)
     try:
         return base32.a2b(text.strip())
     except BadBase32:

@@ -126,9 +126,15 @@ def stored_secret(secret: bytes, hashed: bool) -> bytes:
     return secret
 
 
+#: The latest expiration a lease record can hold (a 4-byte field: early 2106).
+MAX_EXPIRATION = 2 ** 32 - 1
+
+
 def expiration_for(now: float) -> int:
-    """The expiration of a lease granted or renewed at ``now`` (seconds): 31 days later."""
-    return int(now) + LEASE_DURATION
+    """The expiration of a lease granted or renewed at ``now`` (seconds): 31 days later,
+    within what the 4-byte field holds (a clock set past 2106, or before 1970, must not
+    make every allocation fail)."""
+    return min(max(int(now) + LEASE_DURATION, 0), MAX_EXPIRATION)
 
 
 def new_lease(owner_num: int, renew_secret: bytes, cancel_secret: bytes, expiration: int,

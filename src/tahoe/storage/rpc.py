@@ -6,6 +6,9 @@ a writer is closed, the writer is aborted (``reference/storage-protocol.md`` §2
 """
 from __future__ import annotations
 
+import contextlib
+import errno
+from collections.abc import Iterator
 from typing import Any
 
 from foolscap.api import Referenceable
@@ -13,10 +16,23 @@ from zope.interface import implementer
 
 from ..stats.registry import Statistics, storage_operation
 from .bucket import BucketReader, BucketWriter
+from .errors import NoSpace
 from .immutable_container import HEADER_SIZE
 from .interfaces import RIBucketReader, RIBucketWriter, RIStorageServer
 from .leases import IMMUTABLE_LEASE_SIZE
 from .server import StorageServer
+
+
+@contextlib.contextmanager
+def _full_disk_is_no_space() -> Iterator[None]:
+    """A disk (or quota) found full while writing is :class:`NoSpace`, as over HTTPS (507),
+    not an ``OSError`` carrying the server's file path to the client."""
+    try:
+        yield
+    except OSError as error:
+        if error.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise NoSpace("no space left on the storage server") from None
+        raise
 
 
 @implementer(RIBucketWriter)
@@ -32,7 +48,7 @@ class BucketWriterRPC(Referenceable):  # type: ignore[misc]
 
     def remote_write(self, offset: int, data: bytes) -> None:
         """Store share data at ``offset``."""
-        with storage_operation(self._stats, "write"):
+        with storage_operation(self._stats, "write"), _full_disk_is_no_space():
             self._writer.write(offset, data)
 
     def remote_close(self) -> None:
@@ -107,7 +123,7 @@ class StorageServerRPC(Referenceable):  # type: ignore[misc]
     def remote_add_lease(self, storage_index: bytes, renew_secret: bytes,
                          cancel_secret: bytes) -> None:
         """Renew or add a lease on every share of the storage index."""
-        with storage_operation(self._stats, "add-lease"):
+        with storage_operation(self._stats, "add-lease"), _full_disk_is_no_space():
             self._server.add_lease(storage_index, renew_secret, cancel_secret)
 
     def remote_get_buckets(self, storage_index: bytes) -> dict[int, BucketReaderRPC]:
@@ -126,7 +142,7 @@ class StorageServerRPC(Referenceable):  # type: ignore[misc]
                                                tw_vectors: dict, r_vector: list
                                                ) -> tuple[bool, dict[int, list[bytes]]]:
         """The one mutable write: test, read, then write if every test passed."""
-        with storage_operation(self._stats, "writev"):
+        with storage_operation(self._stats, "writev"), _full_disk_is_no_space():
             return self._server.slot_testv_and_readv_and_writev(storage_index, secrets,
                                                                 tw_vectors, r_vector)
 

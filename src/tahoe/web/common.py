@@ -10,7 +10,7 @@ import html
 from collections.abc import Callable, Coroutine
 from email import message_from_bytes, policy
 from typing import Any, Literal, Union
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import unquote_to_bytes
 
 from twisted.internet.defer import CancelledError, Deferred
 from twisted.python import log
@@ -62,11 +62,28 @@ class FileInTheWay(ChildOfWrongTypeError):
     """A directory was to be created (or walked through) where a file is linked (409)."""
 
 
+def parse_query(query: bytes) -> dict[bytes, list[bytes]]:
+    """``a=1&b=&c`` as name -> values, percent-decoded to bytes (``+`` is a space).
+
+    Unlike :func:`urllib.parse.parse_qs` on bytes, which re-encodes its results
+    as ASCII (a ``%E2%98%83`` in the query raised ``UnicodeEncodeError``, a 500),
+    any byte, raw or percent-encoded, is accepted; text is decoded later by
+    :func:`arg`.  A field without ``=`` has the empty value.
+    """
+    result: dict[bytes, list[bytes]] = {}
+    for field in query.split(b"&"):
+        if not field:
+            continue
+        name, _, value = field.partition(b"=")
+        result.setdefault(unquote_to_bytes(name.replace(b"+", b" ")), []).append(
+            unquote_to_bytes(value.replace(b"+", b" ")))
+    return result
+
+
 def _query_args(request: Request) -> dict[bytes, list[bytes]]:
     cached = getattr(request, "_tahoe_query_args", None)
     if cached is None:
-        query = urlsplit(request.uri).query
-        cached = parse_qs(query, keep_blank_values=True) if query else {}
+        cached = parse_query(request.uri.partition(b"?")[2].partition(b"#")[0])
         request._tahoe_query_args = cached  # type: ignore[attr-defined]
     return cached  # type: ignore[no-any-return]
 

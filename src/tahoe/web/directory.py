@@ -174,7 +174,7 @@ class CapResource(resource.Resource):
 
     async def _delete(self, request: Request, root: ChildNode, names: list[str]) -> bytes:
         if not names:
-            raise WebError("DELETE needs a path below a directory (a cap has no parent)", 500)
+            raise WebError("DELETE needs a path below a directory (a cap has no parent)")
         parent = await walk_directories(self._gateway, root, names[:-1], create=False,
                                         next_name=names[-1])
         removed = await unlink(parent, names[-1])
@@ -225,8 +225,7 @@ class CapResource(resource.Resource):
                                          offset)).encode("ascii")
         if root.is_directory:
             raise WebError("PUT to a directory")
-        raise WebError("PUT to an immutable file needs a parent directory to replace it in",
-                       500)
+        raise WebError("PUT to an immutable file needs a parent directory to replace it in")
 
     async def _put_file(self, request: Request, root: ChildNode, names: list[str]) -> bytes:
         replace = replace_arg(request)
@@ -317,7 +316,7 @@ class CapResource(resource.Resource):
         if not replace:
             raise ExistingChildError("child already exists")
         if target.parent is None or target.name is None:
-            raise WebError("POST t=upload to an immutable file needs a parent directory", 500)
+            raise WebError("POST t=upload to an immutable file needs a parent directory")
         cap, _ = await upload_and_link(
             self._gateway, target.parent, target.name, BytesUploadable(contents),
             lambda: contents, requested_format(request), replace, key=private_key_arg(request))

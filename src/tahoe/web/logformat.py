@@ -4,23 +4,29 @@ A cap is the authority to read (or write) a file: paths under ``/uri/``,
 ``/cap/``, ``/file/`` and ``/named/`` are logged as ``[CENSORED]``, and so
 are the values of the ``uri`` and ``private-key`` arguments and of any
 argument holding a cap (``to_dir=``, ``when_done=``, ``return_to=`` may).
+The ``Referer`` is censored the same way, its scheme and host kept; a cap
+anywhere else in either (``/static/URI:…``) is censored too.
 """
 from __future__ import annotations
 
 import re
 from typing import Any
 
-_CAP_PATH = re.compile(rb"^(/(?:uri|cap|file|named)/)[^?]*")
+_CAP_PATH = re.compile(rb"^((?:[a-z][a-z0-9+.-]*://[^/?#]*)?/(?:uri|cap|file|named)/)[^?#]*",
+                       re.IGNORECASE)
 _SECRET_ARGS = re.compile(rb"([?&](?:uri|private-key)=)[^&]*")
 #: An argument whose value holds a cap, raw or percent-encoded (``URI:``, ``URI%3A``).
 _CAP_ARGS = re.compile(rb"([?&][^=&#]*=)[^&#]*?URI(?::|%3A)[^&#]*", re.IGNORECASE)
+#: What is left: a cap in any other place, up to the next separator.
+_ANY_CAP = re.compile(rb"URI(?::|%3A)[^/?&#\s\"]*", re.IGNORECASE)
 
 
 def censor_uri(uri: bytes) -> bytes:
     """The request URI with every cap replaced by ``[CENSORED]``."""
     uri = _CAP_PATH.sub(rb"\1[CENSORED]", uri)
     uri = _SECRET_ARGS.sub(rb"\1[CENSORED]", uri)
-    return _CAP_ARGS.sub(rb"\1[CENSORED]", uri)
+    uri = _CAP_ARGS.sub(rb"\1[CENSORED]", uri)
+    return _ANY_CAP.sub(b"[CENSORED]", uri)
 
 
 def _quote(value: bytes | None) -> str:

@@ -12,6 +12,40 @@ from .headers import set_security_headers
 from .logformat import censored_log_line
 
 
+class _AllowedMethodsOnly:
+    """Wraps a resource: a method it does not implement is a 405 with ``Allow``.
+
+    Twisted answers 405 only for GET, HEAD and POST and a 501 "Huh?" page for
+    any other method (a DELETE on ``/status/``, say), which a client cannot
+    tell from a server fault.  HEAD is left to Twisted, which answers it with
+    GET where GET is allowed.  A HEAD answered with a body is finished here,
+    without one (Twisted would log a warning quoting the request URI).
+    """
+
+    def __init__(self, wrapped: resource.IResource) -> None:
+        self._wrapped = wrapped
+
+    def render(self, request: server.Request) -> Any:
+        """Render the wrapped resource; a method it does not implement gets a 405."""
+        try:
+            body = self._wrapped.render(request)
+        except resource.UnsupportedMethod as refusal:
+            allowed = list(refusal.allowedMethods)
+            if request.method == b"HEAD" and b"GET" in allowed:
+                raise
+            request.setResponseCode(405)
+            request.setHeader(b"Allow", b", ".join(allowed))
+            request.setHeader(b"Content-Type", b"text/plain; charset=utf-8")
+            return b"Method Not Allowed: this resource allows " + b", ".join(allowed) + b"\n"
+        if request.method == b"HEAD" and isinstance(body, bytes) and body:
+            # Finish here: Twisted would log the whole request, its URI (a cap) included.
+            request.setHeader(b"Content-Length", b"%d" % len(body))
+            request.write(b"")
+            request.finish()
+            return server.NOT_DONE_YET
+        return body
+
+
 class GatewayRequest(server.Request):
     """A request whose response carries the security headers, whatever resource answers it."""
 
@@ -19,6 +53,29 @@ class GatewayRequest(server.Request):
         """Set the headers (``tahoe.web.headers``), then dispatch as Twisted does."""
         set_security_headers(self)
         super().process()
+
+    def render(self, resrc: resource.IResource) -> None:
+        """Render as Twisted does, with 405 rather than 501 for an unimplemented method."""
+        super().render(_AllowedMethodsOnly(resrc))
+
+    def requestReceived(self, command: bytes, path: bytes, version: bytes) -> None:  # noqa: N802
+        """Dispatch as Twisted does, once the Content-Type has no line-break characters.
+
+        Twisted parses a POST's Content-Type with :mod:`email`, which refuses a
+        value holding a character Python splits lines at (``\x85``,
+        ``\x1c``-``\x1e``, ...): the exception dropped the connection without
+        an answer.  Such bytes are removed; what is left is judged as usual.
+        """
+        values = self.requestHeaders.getRawHeaders(b"content-type")
+        if values:
+            self.requestHeaders.setRawHeaders(b"content-type",
+                                              [_without_line_breaks(v) for v in values])
+        super().requestReceived(command, path, version)
+
+
+def _without_line_breaks(value: bytes) -> bytes:
+    """``value`` without the bytes whose Latin-1 character ``str.splitlines`` breaks at."""
+    return bytes(b for b in value if len((chr(b) + "x").splitlines()) == 1)
 
 
 def url_for_port(listening_port: Any, tls: bool = False) -> str:

@@ -1,0 +1,178 @@
+"""A storage server whose storage directory is a small tmpfs the test mounts, filling up.
+
+Five storage nodes behind proxies, a client 2-of-5 with happiness 4; the
+first node's ``storage/`` is a 4 MiB tmpfs (``reserved_space = 0``).  When
+it has too little room a new share is refused at allocation and the client
+places it on the others; when the disk fills (another writer) in the middle
+of an upload, its writes fail, the client carries on with the others, the
+half-written share is removed, and nothing already stored there changes.
+Once space is back it takes shares again.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import attrs
+import pytest
+import pytest_twisted
+from foolscap.api import Referenceable, RemoteException
+
+from tahoe.caps.parse import parse_cap
+from tahoe.util import base32
+from tests.integration.storage_fixtures import start_pair, stop_pair
+from tests.integration.test_storage_protocol import error_names
+from tests.support.grid import Gateway, in_parallel
+from tests.support.nodes import Shares, TahoeTool, our_tahoe
+from tests.support.ournodes import create_storage_node, incoming_files, start_node
+from tests.support.processes import ProcessSet, wait_until
+from tests.support.proxied_grid import ProxiedServer, proxy_storage_servers, start_static_client
+from tests.support.proxy import ProxySet
+from tests.support.reliability import fault_run, record_limit
+from tests.support.sysfaults import fill, require_root, tmpfs
+
+SHARES = Shares(needed=2, happy=4, total=5)
+TMPFS_SIZE = 4 * 1024 * 1024
+
+
+@attrs.frozen
+class SmallDiskGrid:
+    """The grid of this module: ``full`` is the node on the tmpfs."""
+
+    nodes: tuple[Gateway, ...]
+    servers: tuple[ProxiedServer, ...]
+    client: Gateway
+
+    @property
+    def storage(self) -> Path:
+        """The tmpfs: the first node's storage directory."""
+        return Path(self.nodes[0].node.basedir) / "storage"
+
+
+@pytest.fixture(scope="module")
+def small_disk_grid(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SmallDiskGrid]:
+    """Five storage nodes (the first on a 4 MiB tmpfs), proxies, and a static client."""
+    require_root("mount")
+    workdir = tmp_path_factory.mktemp("disk-full")
+    tool = TahoeTool(our_tahoe(), workdir / "logs")
+    basedirs = [workdir / f"storage{i}" for i in range(1, 6)]
+    in_parallel([functools.partial(create_storage_node, tool, basedir, shares=SHARES,
+                                   reserved_space="0" if i == 0 else "1M")
+                 for i, basedir in enumerate(basedirs)])
+    with tmpfs(basedirs[0] / "storage", TMPFS_SIZE), ProcessSet() as processes, \
+            ProxySet() as proxies:
+        nodes = in_parallel([functools.partial(start_node, tool, basedir, processes)
+                             for basedir in basedirs])
+        servers = proxy_storage_servers(basedirs, proxies,
+                                        processes=[n.node.process for n in nodes])
+        client = start_static_client(tool, workdir / "client", processes, servers, shares=SHARES)
+        yield SmallDiskGrid(tuple(nodes), tuple(servers), client)
+
+
+def _tree(storage: Path) -> dict[str, bytes]:
+    """Share files under ``storage/shares`` (not incoming) with their SHA-256."""
+    return {str(p.relative_to(storage)): hashlib.sha256(p.read_bytes()).digest()
+            for p in sorted((storage / "shares").glob("*/*/*"))
+            if p.is_file() and p.parts[-3] != "incoming"}
+
+
+def _shares_on(storage: Path, cap: str) -> list[Path]:
+    si = base32.b2a(parse_cap(cap).storage_index)  # type: ignore[union-attr]
+    return sorted((storage / "shares" / si[:2] / si).glob("*"))
+
+
+def _upload_in_background(client: Gateway, data: bytes) -> tuple[threading.Thread, list]:
+    result: list = []
+
+    def upload() -> None:
+        try:
+            result.append(client.upload(data, timeout=120))
+        except Exception as error:  # reported by the test
+            result.append(error)
+
+    thread = threading.Thread(target=upload, daemon=True)
+    thread.start()
+    return thread, result
+
+
+def test_full_disk_refuses_cleanly_and_keeps_what_it_has(small_disk_grid: SmallDiskGrid) -> None:
+    """Refused at allocation, then ENOSPC mid-upload: uploads succeed elsewhere, the small
+    disk's stored shares are unchanged, no partial share stays, and space back means shares."""
+    grid = small_disk_grid
+    storage, filler = grid.storage, grid.storage / "filler"
+    with fault_run("disk full (tmpfs storage)") as run:
+        small = os.urandom(100_000)
+        small_cap = grid.client.upload(small)
+        assert _shares_on(storage, small_cap), "the small disk took no share of a small file"
+        kept = _tree(storage)
+
+        fill(filler, leave=200_000)  # too little room for a 1 MB share
+        big = os.urandom(2_000_000)
+        big_cap = grid.client.upload(big)
+        assert not _shares_on(storage, big_cap)
+        assert grid.client.download(big_cap) == big
+        run.checked(big)
+
+        filler.unlink()
+        grid.servers[0].proxy.delay = 0.2  # slow enough to fill the disk in the middle
+        try:
+            data = os.urandom(3_000_000)
+            thread, result = _upload_in_background(grid.client, data)
+            wait_until(lambda: incoming_files(storage) or result, 30, "a share being written",
+                       ignore=(FileNotFoundError,))
+            assert not result, f"the upload ended before its share was written: {result}"
+            started = time.monotonic()
+            fill(filler)  # ENOSPC for the server's next write
+            thread.join(120)
+        finally:
+            grid.servers[0].proxy.delay = 0.0
+        (cap,) = result
+        assert isinstance(cap, str), cap
+        assert grid.client.download(cap) == data
+        run.checked(data)
+        wait_until(lambda: not incoming_files(storage), 30, "the partial share to be removed")
+        run.recovered(time.monotonic() - started)
+        assert not _shares_on(storage, cap)
+        assert {k: v for k, v in _tree(storage).items()} == kept
+        assert grid.client.download(small_cap) == small
+        run.checked(small)
+        assert grid.nodes[0].node.process.is_running()
+
+        filler.unlink()
+        again = os.urandom(100_000)
+        assert _shares_on(storage, grid.client.upload(again))
+    record_limit("reserved_space", "[storage]reserved_space bytes kept free; a share that "
+                                   "does not fit is refused at allocation")
+
+
+@pytest_twisted.ensureDeferred
+async def test_enospc_over_foolscap_is_a_storage_error(tmp_path: Path) -> None:
+    """Over Foolscap, a write that finds the disk full fails with NoSpace (a storage error,
+    as over HTTPS, 507), the partial share goes away on abort, closed shares stay."""
+    require_root("mount")
+    with tmpfs(tmp_path / "storage", 2 * 1024 * 1024) as storage:
+        pair = await start_pair(storage)
+        try:
+            _, writers = await pair.rref.callRemote("allocate_buckets", b"K" * 16, b"r" * 32,
+                                                    b"c" * 32, {0, 1}, 600_000, Referenceable())
+            await writers[0].callRemote("write", 0, b"k" * 600_000)
+            await writers[0].callRemote("close")
+            kept = {k: v for k, v in pair.tree().items() if "incoming" not in k}
+            fill(storage / "filler")
+            try:
+                await writers[1].callRemote("write", 0, b"x" * 600_000)
+            except RemoteException as error:
+                assert "NoSpace" in error_names(error), error_names(error)
+            else:
+                raise AssertionError("a write to a full disk succeeded")
+            await writers[1].callRemote("abort")
+            assert {k: v for k, v in pair.tree().items() if k != "filler"} == kept
+            readers = await pair.rref.callRemote("get_buckets", b"K" * 16)
+            assert await readers[0].callRemote("read", 0, 700_000) == b"k" * 600_000
+        finally:
+            await stop_pair(pair)
