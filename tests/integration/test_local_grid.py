@@ -10,7 +10,6 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -241,24 +240,8 @@ def _upload_turns(grid: ProxiedGrid, client: Gateway) -> tuple[float, list[int]]
     traffic turned from client-to-server to server-to-client (each such turn is a round
     trip the upload waited for)."""
     client.upload(os.urandom(1000))  # warm up every connection
-    for proxy in grid.proxies:
-        proxy.delay = 0.2
-    try:
-        grid.wait_idle(0.3)
-        marks = grid.mark()
-        started = time.monotonic()
-        client.upload(os.urandom(1000))
-        finished = time.monotonic()
-    finally:
-        for proxy in grid.proxies:
-            proxy.delay = 0.0
-    turns = []
-    for proxy, mark in zip(grid.proxies, marks):
-        before_end = [b for c in proxy.connections() for b in c.bursts_since(mark)
-                      if b.started_at < finished - 0.2]
-        turns.append(sum(1 for a, b in zip(before_end, before_end[1:])
-                         if a.direction != b.direction and b.direction.name == "S2C"))
-    return finished - started, turns
+    elapsed, turns, _ = grid.round_trips_while(lambda: client.upload(os.urandom(1000)))
+    return elapsed, turns
 
 
 def test_small_upload_takes_one_round_trip_over_https(all_servers_back: ProxiedGrid) -> None:
@@ -279,29 +262,6 @@ def test_small_upload_takes_two_round_trips_over_foolscap(all_servers_back: Prox
     assert turns == [2] * len(all_servers_back.proxies), turns
 
 
-def _turns_while(grid: ProxiedGrid, action: Any) -> tuple[float, list[int]]:
-    """Run ``action()`` with 200 ms each way on every proxy: its time, and per proxy the
-    number of round trips it waited for there."""
-    for proxy in grid.proxies:
-        proxy.delay = 0.2
-    try:
-        grid.wait_idle(0.3)
-        marks = grid.mark()
-        started = time.monotonic()
-        action()
-        finished = time.monotonic()
-    finally:
-        for proxy in grid.proxies:
-            proxy.delay = 0.0
-    turns = []
-    for proxy, mark in zip(grid.proxies, marks):
-        bursts = [b for c in proxy.connections() for b in c.bursts_since(mark)
-                  if b.started_at < finished - 0.2]
-        turns.append(sum(1 for a, b in zip(bursts, bursts[1:])
-                         if a.direction != b.direction and b.direction.name == "S2C"))
-    return finished - started, turns
-
-
 def test_small_download_takes_two_round_trips(all_servers_back: ProxiedGrid) -> None:
     """A 1 kB download over warm HTTPS connections: one round trip to find the shares, one to
     read k of them whole."""
@@ -309,7 +269,7 @@ def test_small_download_takes_two_round_trips(all_servers_back: ProxiedGrid) -> 
     data = os.urandom(1000)
     cap = grid.client.upload(data)
     got: list[bytes] = []
-    elapsed, turns = _turns_while(grid, lambda: got.append(grid.client.download(cap)))
+    elapsed, turns, _ = grid.round_trips_while(lambda: got.append(grid.client.download(cap)))
     assert got == [data]
     rtt = 0.4
     assert 2 * rtt <= elapsed < 3 * rtt, elapsed
@@ -324,7 +284,7 @@ def test_ranged_read_of_an_open_file_takes_one_round_trip(all_servers_back: Prox
     path = "/uri/" + cap
     assert get(grid, path, {"Range": "bytes=0-9"})[2] == data[:10]  # opens it
     answers: list[tuple[int, dict[str, str], bytes]] = []
-    elapsed, turns = _turns_while(grid, lambda: answers.append(
+    elapsed, turns, _ = grid.round_trips_while(lambda: answers.append(
         get(grid, path, {"Range": "bytes=2000000-2001023"})))
     assert answers[0][0] == 206 and answers[0][2] == data[2_000_000:2_001_024]
     rtt = 0.4

@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -46,7 +46,7 @@ from tests.support.nodes import (
 )
 from tests.support.ports import free_port
 from tests.support.processes import ManagedProcess, ProcessSet, wait_until
-from tests.support.proxy import Direction, Mark, ProxySet, TcpProxy
+from tests.support.proxy import Burst, Direction, Mark, ProxySet, TcpProxy
 
 __all__ = [
     "ProxiedGrid",
@@ -313,6 +313,31 @@ class ProxiedGrid:
     def mark(self) -> tuple[Mark, ...]:
         """A :meth:`TcpProxy.mark` on every proxy, in the order of :attr:`servers`."""
         return tuple(proxy.mark() for proxy in self.proxies)
+
+    def round_trips_while(self, action: Callable[[], object], delay: float = 0.2
+                          ) -> tuple[float, list[int], list[list[Burst]]]:
+        """Run ``action()`` with ``delay`` seconds each way on every proxy (the grid idle
+        first). Returns its time, and per proxy the round trips it waited for there (the
+        turns from client-to-server traffic to server-to-client) and the bursts counted."""
+        for proxy in self.proxies:
+            proxy.delay = delay
+        try:
+            self.wait_idle(0.3)
+            marks = self.mark()
+            started = time.monotonic()
+            action()
+            finished = time.monotonic()
+        finally:
+            for proxy in self.proxies:
+                proxy.delay = 0.0
+        turns, bursts = [], []
+        for proxy, mark in zip(self.proxies, marks):
+            seen = [b for c in proxy.connections() for b in c.bursts_since(mark)
+                    if b.started_at < finished - delay]
+            bursts.append(seen)
+            turns.append(sum(1 for a, b in zip(seen, seen[1:])
+                             if a.direction != b.direction and b.direction.name == "S2C"))
+        return finished - started, turns, bursts
 
     def directions_since(self, marks: Sequence[Mark]) -> dict[str, list[list[Direction]]]:
         """Server nickname -> for each connection with traffic since the marks (from

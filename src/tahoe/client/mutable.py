@@ -265,17 +265,6 @@ class MutableFileNode:
             for sid in holders.get(shnum, ()):
                 self._report(probe.servers[sid], shnum, reason)
 
-    async def size(self) -> int:
-        """The size of the current contents, from a servermap update (nothing is decoded).
-
-        :raises UnrecoverableFile: when no version can be rebuilt.
-        """
-        smap, _ = await self._servermap(want_private_key=False)
-        best = smap.best_recoverable_version()
-        if best is None:
-            raise UnrecoverableFile("no recoverable version of this mutable file was found")
-        return int(best.data_length)
-
     async def read(self) -> bytes:
         """The current contents (the best recoverable version).
 
