@@ -100,6 +100,25 @@ def _upload_in_background(client: Gateway, data: bytes) -> tuple[threading.Threa
     return thread, result
 
 
+def _ask_space_again(grid: SmallDiskGrid, at_least: int) -> None:
+    """Have the client learn the small disk's space now.
+
+    The client asks a server's version (its space) on connecting and every 60 s
+    after; an answer given while the disk was full would keep it off that
+    server for up to a minute. Resetting its connection makes it reconnect
+    and ask at once.
+    """
+    server = grid.servers[0]
+    server.proxy.kill()
+    server.proxy.revive()
+
+    def has_room() -> bool:
+        return any(s["connection_status"] == server.connection_status
+                   and (s["available_space"] or 0) >= at_least
+                   for s in grid.client.welcome()["servers"])
+    wait_until(has_room, 30, "the client to see the small disk's space again")
+
+
 def test_full_disk_refuses_cleanly_and_keeps_what_it_has(small_disk_grid: SmallDiskGrid) -> None:
     """Refused at allocation, then ENOSPC mid-upload: uploads succeed elsewhere, the small
     disk's stored shares are unchanged, no partial share stays, and space back means shares."""
@@ -119,18 +138,22 @@ def test_full_disk_refuses_cleanly_and_keeps_what_it_has(small_disk_grid: SmallD
         run.checked(big)
 
         filler.unlink()
-        grid.servers[0].proxy.delay = 0.2  # slow enough to fill the disk in the middle
+        _ask_space_again(grid, 2_000_000)
+        proxy = grid.servers[0].proxy
+        # Its share is about 1.5 MB: let the first 700 kB through, fill the disk, then the rest.
+        proxy.hold_after(700_000)
         try:
             data = os.urandom(3_000_000)
             thread, result = _upload_in_background(grid.client, data)
-            wait_until(lambda: incoming_files(storage) or result, 30, "a share being written",
+            proxy.wait_for_hold(30)
+            wait_until(lambda: incoming_files(storage), 30, "a share being written",
                        ignore=(FileNotFoundError,))
             assert not result, f"the upload ended before its share was written: {result}"
             started = time.monotonic()
             fill(filler)  # ENOSPC for the server's next write
-            thread.join(120)
         finally:
-            grid.servers[0].proxy.delay = 0.0
+            proxy.disarm()
+        thread.join(120)
         (cap,) = result
         assert isinstance(cap, str), cap
         assert grid.client.download(cap) == data
@@ -144,6 +167,7 @@ def test_full_disk_refuses_cleanly_and_keeps_what_it_has(small_disk_grid: SmallD
         assert grid.nodes[0].node.process.is_running()
 
         filler.unlink()
+        _ask_space_again(grid, 2_000_000)
         again = os.urandom(100_000)
         assert _shares_on(storage, grid.client.upload(again))
     record_limit("reserved_space", "[storage]reserved_space bytes kept free; a share that "

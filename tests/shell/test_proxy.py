@@ -392,6 +392,25 @@ def test_disarm(server: LineServer) -> None:
         assert proxy.cuts == []
 
 
+def test_hold_stalls_one_connection_until_disarm(server: LineServer) -> None:
+    """hold_after(N) lets exactly N more bytes through on the connection that reaches N,
+    keeps the rest while the others carry on, and sends it all, in order, on disarm."""
+    with TcpProxy("127.0.0.1", server.port) as proxy, connect(proxy) as bulk, \
+            connect(proxy) as other:
+        assert exchange(bulk, b"warm-up") == [b"re:warm-up"]
+        proxy.hold_after(50_000)
+        bulk.sendall(b"z" * 120_000 + b"\n")
+        proxy.wait_for_hold(WAIT)
+        record = server.served[0]
+        wait_until(lambda: record.received == 8 + 50_000, WAIT, "the bytes before the hold")
+        assert exchange(other, b"still moving") == [b"re:still moving"]
+        time.sleep(0.2)
+        assert record.received == 8 + 50_000
+        proxy.disarm()
+        wait_until(lambda: record.received == 8 + 120_001, WAIT, "the held bytes")
+        assert proxy.cuts == []
+
+
 # ---------------------------------------------------------------- kill, revive, stop
 
 

@@ -314,6 +314,7 @@ class _Conn:
         self.s2c = _Pipe(S2C, server, client)
         self.bursts: list[_BurstAcc] = []
         self.first_bytes = b""
+        self.held_by_rule = False  # stalled by a hold rule until disarm()
         self.cutting_since: float | None = None   # the cut is waiting for the send queue
         self.cut_pipe: _Pipe | None = None
         self.events: dict[socket.socket, int] = {client: 0, server: 0}
@@ -347,6 +348,7 @@ class _CutRule:
     nbytes: int
     direction: Direction
     kill: bool
+    hold: bool = False
 
 
 def _reset(sock: socket.socket) -> None:
@@ -420,6 +422,7 @@ class TcpProxy:
         self._cut_rule: _CutRule | None = None
         self._cuts: list[int] = []
         self._cut_event = threading.Event()
+        self._hold_event = threading.Event()
         self._last_activity = time.monotonic()
 
     def __repr__(self) -> str:
@@ -656,14 +659,49 @@ class TcpProxy:
 
         self._call(arm)
 
+    def hold_after(self, nbytes: int, *, direction: Direction = C2S) -> None:
+        """Arm a one-shot rule: stall the first connection that forwards ``nbytes`` more bytes.
+
+        Counted as for :meth:`cut_after`, but the connection that reaches
+        ``nbytes`` is not reset: it forwards nothing more in ``direction`` (it
+        keeps reading up to ``max_buffer``, then pushes back) until
+        :meth:`disarm`, which sends what it holds, in order. The other
+        connections go on as usual once it has fired. Wait for it with
+        :meth:`wait_for_hold`.
+
+        :param nbytes: bytes to forward before stalling (>= 1).
+        :raises ValueError: if ``nbytes`` < 1.
+        """
+        if nbytes < 1:
+            raise ValueError(f"nbytes must be >= 1, not {nbytes}")
+
+        def arm() -> None:
+            self._hold_event.clear()
+            self._cut_rule = _CutRule(nbytes, direction, kill=False, hold=True)
+            for conn in self._open.values():
+                conn.pipe(direction).budget = nbytes
+                conn.pipe(direction.reverse).budget = None
+
+        self._call(arm)
+
+    def wait_for_hold(self, timeout: float) -> None:
+        """Wait until a :meth:`hold_after` rule has stalled a connection.
+
+        :raises TimeoutError: if it does not within ``timeout`` seconds.
+        """
+        if not self._hold_event.wait(timeout):
+            raise TimeoutError(f"{self!r}: nothing held within {timeout:g} s")
+
     def disarm(self) -> None:
-        """Cancel a :meth:`cut_after` rule that has not fired."""
+        """Cancel a :meth:`cut_after` rule that has not fired, or release a :meth:`hold_after`."""
         def disarm() -> None:
             self._cut_rule = None
             for conn in self._open.values():
+                conn.held_by_rule = False
                 for pipe in conn.pipes():
                     pipe.budget = None
                 self._flush_all(conn)
+                self._update_interest(conn)
 
         self._call(disarm)
 
@@ -922,6 +960,11 @@ class TcpProxy:
             self._last_activity = time.monotonic()
             if pipe.budget is not None:
                 pipe.budget -= sent
+        if pipe.budget == 0 and self._cut_rule is not None and self._cut_rule.hold:
+            self._hold(conn)
+            return
+        if pipe.budget == 0 and conn.held_by_rule:
+            return
         if pipe.budget == 0:
             conn.cutting_since = time.monotonic()
             conn.cut_pipe = pipe
@@ -937,6 +980,18 @@ class TcpProxy:
                 return
         if conn.c2s.eof_out and conn.s2c.eof_out:
             self._close(conn, "closed")
+
+    def _hold(self, conn: _Conn) -> None:
+        """A hold rule fired on ``conn``: it stays stalled; the others are let go."""
+        self._cut_rule = None
+        conn.held_by_rule = True
+        for other in list(self._open.values()):
+            if other is not conn:
+                for pipe in other.pipes():
+                    pipe.budget = None
+                self._flush_all(other)
+        self._update_interest(conn)
+        self._hold_event.set()
 
     def _check_cut(self, conn: _Conn, now: float) -> None:
         """Reset a connection being cut once its last allowed bytes have left the kernel."""
