@@ -35,7 +35,7 @@ from ..httpwire.tls import certificate_spki_hash, server_options
 from ..storage.http_api import StorageHTTPApplication
 from ..storage.rpc import StorageServerRPC
 from ..storage.server import StorageServer
-from ..storage.share_scan import ScanProcess
+from ..storage.share_scan import ScanProcesses
 from ..util.errors import EncodingError
 from ..util.furl import parse_furl
 from ..util.nurl import nurls_for_location
@@ -130,7 +130,7 @@ class Node:
         self.stats: NodeStatistics | None = None
         self.crawlers: list[Any] = []
         self.maintenance_pool: ThreadPool | None = None
-        self.scan_process: ScanProcess | None = None
+        self.scan_processes: ScanProcesses | None = None
         self.collectors: ThreadPoolExecutor | None = None
         self.nickname = "" if self.config.nickname == "<unspecified>" else self.config.nickname
         self.port_switch: PortSwitch | None = None
@@ -267,20 +267,21 @@ class Node:
         policy = ExpiryPolicy(expire.mode, expire.override_lease_duration,  # type: ignore[arg-type]
                               expire.cutoff_date, expire.immutable, expire.mutable)
         # the crawlers' reading and garbage collection, off the reactor thread
-        pool = self.maintenance_pool = ThreadPool(0, LeaseCheckingCrawler.parallel + 1,
-                                                  "storage-maintenance")
+        pool = self.maintenance_pool = ThreadPool(
+            0, LeaseCheckingCrawler.parallel_scans + BucketCountingCrawler.parallel,
+            "storage-maintenance")
         pool.start()
 
         def in_thread(function: Any, *args: Any) -> Any:
             return deferToThreadPool(self.reactor, pool, function, *args)
 
         keeper = self.storage_server.index
-        self.scan_process = ScanProcess()
+        self.scan_processes = ScanProcesses()
         self.collectors = ThreadPoolExecutor(COLLECTORS, thread_name_prefix="storage-collect")
         self.crawlers = [BucketCountingCrawler(storage_dir, self.clock, keeper, in_thread),
                          LeaseCheckingCrawler(storage_dir, self.clock, keeper, policy,
                                               expire.enabled, in_thread,
-                                              scanner=self.scan_process,
+                                              scanner=self.scan_processes,
                                               collectors=self.collectors)]
         for crawler in self.crawlers:
             crawler.start()
@@ -331,8 +332,8 @@ class Node:
         """Stop listening and connecting."""
         for crawler in self.crawlers:
             await crawler.stop()
-        if self.scan_process is not None:
-            self.scan_process.stop()
+        if self.scan_processes is not None:
+            self.scan_processes.stop()
         if self.collectors is not None:
             self.collectors.shutdown(wait=True)
         if self.maintenance_pool is not None:

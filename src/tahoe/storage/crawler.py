@@ -35,6 +35,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import threading
 from collections.abc import Callable
 from concurrent.futures import Executor
 from pathlib import Path
@@ -51,7 +52,7 @@ from .expirer import examine_bucket
 from .indexing import IndexKeeper
 from .leases import ExpiryPolicy
 from .share_index import IndexedShare, prefix_value
-from .share_scan import PrefixScan, scan_prefix_for_walk
+from .share_scan import PrefixScan, scan_prefix_for_walk, scan_share
 
 __all__ = ["BucketCountingCrawler", "LeaseCheckingCrawler", "ShareCrawler", "run_here"]
 
@@ -214,6 +215,7 @@ class ShareCrawler:
                 self.started_cycle(cycle)
             cycle = state["current-cycle"]
             finished = await self._walk(cycle, self._jobs())
+            self.walked()
             if finished:
                 self.finished_cycle(cycle)
                 crawl_state.finish_cycle(state, cycle)
@@ -223,7 +225,9 @@ class ShareCrawler:
             while True:  # between cycles
                 if self.rebuilds and not self.keeper.fresh:
                     # the index fell out of step during the cycle: read what it lacks now
-                    if not await self._walk(cycle, self._unindexed_jobs()):
+                    walked = await self._walk(cycle, self._unindexed_jobs())
+                    self.walked()
+                    if not walked:
                         return
                 cycle_age = self.clock.seconds() - (state.get("current-cycle-start-time") or 0)
                 if cycle_age >= self.minimum_cycle_time:
@@ -253,7 +257,8 @@ class ShareCrawler:
         waiting = collections.deque(jobs)
         in_flight: collections.deque = collections.deque()
         while waiting or in_flight:
-            while waiting and len(in_flight) < self.parallel and not self._stopping:
+            while (waiting and len(in_flight) < self.parallel_for(waiting[0])
+                   and not self._stopping):
                 job = waiting.popleft()
                 in_flight.append((job, self._run_in_thread(self.work_prefix, job, now)))
             if not in_flight:
@@ -290,6 +295,13 @@ class ShareCrawler:
 
     def finished_cycle(self, cycle: int) -> None:
         """Every prefix has been visited."""
+
+    def parallel_for(self, job: PrefixJob) -> int:
+        """How many prefixes may be under way when ``job`` is started."""
+        return self.parallel
+
+    def walked(self) -> None:
+        """A walk is over (finished or stopped): nothing is being read for it now."""
 
 
 def _indexed(keeper: IndexKeeper, prefix: str) -> bool:
@@ -374,6 +386,10 @@ class LeaseCheckingCrawler(ShareCrawler):
     rebuilds = True
     slow_start = 360.0
     minimum_cycle_time = 12 * 60 * 60.0
+    #: Prefixes under way at once while the walk reads files (rebuilding the index): the
+    #: node's threads mostly wait for the scanning processes, which read ahead while the
+    #: node collects, one prefix at a time (:attr:`parallel` from the index).
+    parallel_scans = 8
 
     def __init__(self, storage_dir: str | os.PathLike[str], clock: Any, keeper: IndexKeeper,
                  policy: ExpiryPolicy, enabled: bool, run_in_thread: RunInThread = run_here,
@@ -386,8 +402,10 @@ class LeaseCheckingCrawler(ShareCrawler):
         #: serial ones); None: one after the other.
         self.collectors = collectors
         #: Reads a prefix's files (:func:`~.share_scan.scan_prefix_for_walk`, or the same
-        #: in another process: the node's :class:`~.share_scan.ScanProcess`).
+        #: in other processes: the node's :class:`~.share_scan.ScanProcesses`, which
+        #: :meth:`walked` lets rest).
         self.scanner = scanner
+        self._collecting = threading.Lock()
         self.policy = policy
         self.enabled = enabled
         self.history_path = self.storage_dir / self.history_name
@@ -440,13 +458,22 @@ class LeaseCheckingCrawler(ShareCrawler):
         scan = self.scanner(str(self.shares_dir), job.prefix, job.counts, job.after_bucket, now,
                             self.policy, self.enabled)
         outcome = PrefixOutcome(scan.figures, rows=scan.rows)
-        self._collect(outcome, scan.delete, scan.trim, now)
-        if self.enabled:
-            for storage_index in scan.empty:
-                remove_empty_bucket(self.keeper, storage_index)
-        if outcome.deleted:
-            gone = set(outcome.changed)
-            outcome.rows = [row for row in scan.rows if (row[0], row[1]) not in gone]
+        with self._collecting:  # one thread at a time: the reactor's requests come first
+            self._collect(outcome, scan.delete, scan.trim, now)
+            if self.enabled:
+                for storage_index in scan.empty:
+                    remove_empty_bucket(self.keeper, storage_index)
+        if outcome.changed:
+            # the rows of what was collected, as the files are now (read here, not on the
+            # reactor thread: a rebuild deletes up to half a million shares)
+            changed = set(outcome.changed)
+            outcome.rows = [row for row in scan.rows if (row[0], row[1]) not in changed]
+            for storage_index, shnum in outcome.changed:
+                share = scan_share(self.keeper.share_path(storage_index, shnum),
+                                   storage_index, shnum)
+                if share is not None:
+                    outcome.rows.append(share.row())
+            outcome.changed = []
         return outcome
 
     def _collect(self, outcome: PrefixOutcome, delete: list[tuple[bytes, int]],
@@ -488,6 +515,14 @@ class LeaseCheckingCrawler(ShareCrawler):
             self.clock.seconds(), self.enabled, mode)
         write_atomically(self.history_path, json.dumps(
             crawl_state.history_with(self.history(), cycle, entry), sort_keys=True))
+
+    def parallel_for(self, job: PrefixJob) -> int:
+        return self.parallel if _indexed(self.keeper, job.prefix) else self.parallel_scans
+
+    def walked(self) -> None:
+        rest = getattr(self.scanner, "rest", None)
+        if rest is not None:
+            rest()
 
     def history(self) -> dict[str, Any]:
         """The saved history of finished cycles (cycle number as text -> figures)."""

@@ -1,38 +1,63 @@
 """The node's share-scanning process: ``python -m tahoe.storage.scan_worker``.
 
-Started by :class:`~tahoe.storage.share_scan.ScanProcess` while the lease
+Started by :class:`~tahoe.storage.share_scan.ScanProcesses` while the lease
 checker rebuilds the share index. Reads requests (the arguments of
 :func:`~tahoe.storage.share_scan.scan_prefix_for_walk`) from stdin and
 writes each answer, or the exception it raised, to stdout, as
-length-prefixed pickles; ends at the end of its input. It only reads share
-files. Speaks only with the node that started it.
+length-prefixed pickles, in the order of the requests; ends at the end of
+its input, once every answer is written. Up to :data:`AHEAD` prefixes are
+scanned at once, sharing :data:`READERS` reader threads, so that the readers
+do not wait for the last buckets of one prefix before starting the next. It
+only reads share files. Speaks only with the node that started it.
 """
 from __future__ import annotations
 
+import os
+import queue
 import sys
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, BinaryIO
 
 from .share_scan import read_message, scan_prefix_for_walk, write_message
 
-#: Buckets read at once (a cold disk serves parallel reads much faster than serial ones).
-READERS = 16
+#: Buckets read at once (a cold disk serves parallel reads much faster than serial ones;
+#: the node runs several of these processes).
+READERS = 4
+#: Prefixes scanned at once (requests the node has sent ahead).
+AHEAD = 2
+#: Added to the node's niceness: scanning takes what CPU the node leaves.
+NICENESS = 10
+
+
+def _write_answers(answers: BinaryIO, pending: queue.Queue[Future[Any] | None]) -> None:
+    """Write each scan's answer (or its exception) in the order of the requests."""
+    while (scan := pending.get()) is not None:
+        error = scan.exception()
+        write_message(answers, error if error is not None else scan.result())
+        answers.flush()
 
 
 def main() -> None:
-    """Answer requests until stdin ends."""
+    """Answer requests until stdin ends (at a lower priority than the node: its requests
+    come first)."""
+    os.nice(NICENESS)
     requests, answers = sys.stdin.buffer, sys.stdout.buffer
     readers = ThreadPoolExecutor(READERS, thread_name_prefix="scan")
-    while True:
-        try:
-            args = read_message(requests)
-        except EOFError:
-            return
-        try:
-            answer = scan_prefix_for_walk(*args, readers=readers)
-        except Exception as error:  # noqa: BLE001 - handed back to the node
-            answer = error
-        write_message(answers, answer)
-        answers.flush()
+    prefixes = ThreadPoolExecutor(AHEAD, thread_name_prefix="prefix")
+    pending: queue.Queue[Future[Any] | None] = queue.Queue()
+    writer = threading.Thread(target=_write_answers, args=(answers, pending), name="answers")
+    writer.start()
+    try:
+        while True:
+            try:
+                args = read_message(requests)
+            except EOFError:
+                return
+            pending.put(prefixes.submit(scan_prefix_for_walk, *args, readers=readers))
+    finally:
+        pending.put(None)
+        writer.join()
 
 
 if __name__ == "__main__":
