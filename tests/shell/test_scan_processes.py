@@ -21,7 +21,7 @@ import pytest
 
 from tahoe.storage import paths
 from tahoe.storage.leases import ExpiryPolicy
-from tahoe.storage.share_scan import PrefixScan, ScanProcesses, scan_prefix_for_walk
+from tahoe.storage.share_scan import PrefixScan, ScanProcesses, scan_prefix_for_walk, warm_files
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 GENERATOR = REPOSITORY / "misc" / "bench" / "storage_population.py"
@@ -120,6 +120,29 @@ def test_a_failing_child_means_scanning_here(population: tuple[str, float],
         assert _children(scanners) == []
     finally:
         scanners.stop()
+
+
+def _some_files(population: tuple[str, float], count: int) -> list[str]:
+    shares, _ = population
+    found = [os.path.join(d, f) for d, _, files in os.walk(shares) for f in files]
+    return sorted(found)[:count]
+
+
+def test_warm_reads_the_files_a_collection_will_read(population: tuple[str, float],
+                                                     scanners: ScanProcesses) -> None:
+    """``warm`` has a child read the given files (a missing one is skipped) and returns
+    once it has; with a failing child it returns too (the collector reads them cold)."""
+    files = _some_files(population, 50) + [os.path.join(population[0], "aa", "gone", "0")]
+    assert warm_files(files) == 50
+    scanners.warm(files)
+    assert len(_children(scanners)) == 1
+    failing = ScanProcesses(processes=1, command=[sys.executable, "-c", "pass"])
+    try:
+        failing.warm(files)
+        failing.warm(files)
+        assert _children(failing) == []
+    finally:
+        failing.stop()
 
 
 def test_stopped_processes_refuse_calls(population: tuple[str, float]) -> None:

@@ -449,6 +449,11 @@ class LeaseCheckingCrawler(ShareCrawler):
                                   outcome.figures, now, self.policy, self.enabled)
             delete.extend((s.storage_index, s.shnum) for s in plan.delete)
             trim.extend((s.storage_index, s.shnum) for s in plan.trim)
+        warm = getattr(self.scanner, "warm", None)
+        if warm is not None:
+            # the scanning processes read them first, many at once and without the
+            # node's interpreter lock: the collectors' reads under the locks are then warm
+            warm([self.keeper.share_path(si, shnum) for si, shnum in delete + trim])
         self._collect(outcome, delete, trim, now, self.collectors)
         return outcome
 

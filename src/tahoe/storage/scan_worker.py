@@ -1,8 +1,10 @@
 """The node's share-scanning process: ``python -m tahoe.storage.scan_worker``.
 
 Started by :class:`~tahoe.storage.share_scan.ScanProcesses` while the lease
-checker rebuilds the share index. Reads requests (the arguments of
-:func:`~tahoe.storage.share_scan.scan_prefix_for_walk`) from stdin and
+checker rebuilds the share index, or warms the files garbage collection
+is about to read. Reads requests (``("scan", arguments of``
+:func:`~tahoe.storage.share_scan.scan_prefix_for_walk` ``)`` or ``("warm",
+arguments of`` :func:`~tahoe.storage.share_scan.warm_files` ``)``) from stdin and
 writes each answer, or the exception it raised, to stdout, as
 length-prefixed pickles, in the order of the requests; ends at the end of
 its input, once every answer is written. Up to :data:`AHEAD` prefixes are
@@ -19,13 +21,15 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, BinaryIO
 
-from .share_scan import read_message, scan_prefix_for_walk, write_message
+from .share_scan import read_message, scan_prefix_for_walk, warm_files, write_message
 
 #: Buckets read at once (a cold disk serves parallel reads much faster than serial ones;
 #: the node runs several of these processes).
 READERS = 4
 #: Prefixes scanned at once (requests the node has sent ahead).
 AHEAD = 2
+#: What a request may ask: ``(kind, args)``.
+WORK = {"scan": scan_prefix_for_walk, "warm": warm_files}
 #: Added to the node's niceness: scanning takes what CPU the node leaves.
 NICENESS = 10
 
@@ -51,10 +55,12 @@ def main() -> None:
     try:
         while True:
             try:
-                args = read_message(requests)
+                request = read_message(requests)
             except EOFError:
                 return
-            pending.put(prefixes.submit(scan_prefix_for_walk, *args, readers=readers))
+            kind, args = request
+            work = WORK[kind]
+            pending.put(prefixes.submit(work, *args, readers=readers))
     finally:
         pending.put(None)
         writer.join()

@@ -163,6 +163,25 @@ def scan_prefix_for_walk(shares_dir: str, prefix: str, counts: bool, after_bucke
     return scan
 
 
+def warm_files(paths: list[str], readers: Executor | None = None) -> int:
+    """Read the start of each file (what :mod:`.collector` reads), several at once, so that
+    reading them again soon costs no disk read; how many were read. Missing files are
+    skipped."""
+    def warm(path: str) -> bool:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            return False
+        try:
+            os.pread(fd, WHOLE_READ, 0)
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+        return True
+    return sum(readers.map(warm, paths) if readers is not None else map(warm, paths))
+
+
 class ScanProcesses:
     """:func:`scan_prefix_for_walk` run by child processes (``python -m
     tahoe.storage.scan_worker``, started at the first call), so that reading a million
@@ -192,7 +211,7 @@ class ScanProcesses:
 
     def __call__(self, *args: Any) -> PrefixScan:
         try:
-            answer = self._ask(args).result()
+            answer = self._ask(("scan", args)).result()
         except _ChildFailed as failure:
             self._fail(failure.__cause__)
             if self._stopped:
@@ -203,7 +222,17 @@ class ScanProcesses:
             return answer  # type: ignore[no-any-return]
         return scan_prefix_for_walk(*args)
 
-    def _ask(self, args: tuple[Any, ...]) -> Future[Any]:
+    def warm(self, paths: list[str]) -> None:
+        """Have a child read the start of these files (:func:`warm_files`) and wait for it;
+        nothing if the children failed (the caller reads them cold)."""
+        if not paths:
+            return
+        try:
+            self._ask(("warm", (paths,))).result()
+        except _ChildFailed as failure:
+            self._fail(failure.__cause__)
+
+    def _ask(self, request: tuple[str, tuple[Any, ...]]) -> Future[Any]:
         with self._lock:
             if self._stopped:
                 raise RuntimeError("the scanning processes have stopped")
@@ -220,7 +249,7 @@ class ScanProcesses:
                     _fail_waiter(waiter, error)
                     return waiter
             child = min(self._children, key=lambda c: c.under_way)
-            return child.ask(args)
+            return child.ask(request)
 
     def _fail(self, error: BaseException | None) -> None:
         """A child failed: say so once and end them all; scans run here from now on."""
@@ -271,7 +300,7 @@ class _Child:
     def under_way(self) -> int:
         return len(self._waiting)
 
-    def ask(self, args: tuple[Any, ...]) -> Future[Any]:
+    def ask(self, request: tuple[str, tuple[Any, ...]]) -> Future[Any]:
         """Send one request; the future of its answer (``_ChildFailed`` if the child fails)."""
         waiter: Future[Any] = Future()
         stdin = self._process.stdin
@@ -281,7 +310,7 @@ class _Child:
                 if self._ended:
                     raise BrokenPipeError("the scanning process was ended")
                 self._waiting.append(waiter)
-                write_message(stdin, args)
+                write_message(stdin, request)
                 stdin.flush()
             except (OSError, ValueError, pickle.PickleError) as error:
                 self._ended = True
