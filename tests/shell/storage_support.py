@@ -8,9 +8,10 @@ from typing import Any, Callable
 
 from twisted.internet.task import Clock
 
-from tahoe.storage.indexing import scan_prefix
 from tahoe.storage.paths import SHARES_DIR, all_prefixes
 from tahoe.storage.server import StorageServer
+from tahoe.storage.share_index import IndexedShare
+from tahoe.storage.share_scan import scan_prefix_for_walk
 
 NODEID = bytes.fromhex("e988ec25f3cd039be740901cfe34a9295838ff2f")
 APP_VERSION = b"tahoe-lafs-py/0.1.0"
@@ -33,6 +34,19 @@ def make_server(root: Path, clock: Clock, free: int | None = PLENTY, **kwargs: A
     return server
 
 
+def clock_at(seconds: float) -> Clock:
+    """A test clock showing ``seconds``."""
+    clock = Clock()
+    clock.advance(seconds)
+    return clock
+
+
+def numbered_si(n: int, first: int, second: int) -> bytes:
+    """Storage index number ``n`` (0-255) of a test: its first two bytes ``n × first`` and
+    ``n × second`` (mod 256) spread the numbers over prefixes."""
+    return bytes([n * first % 256, n * second % 256]) + bytes(13) + bytes([n])
+
+
 #: Every server :func:`make_server` made (the tests' fixtures check their indexes at the end).
 SERVERS: list[StorageServer] = []
 
@@ -41,7 +55,8 @@ def shares_on_disk(root: Path) -> dict[tuple[bytes, int], tuple]:
     """What the share index should hold for the files under ``root``, read from them."""
     rows = {}
     for prefix in all_prefixes():
-        for share in scan_prefix(root / SHARES_DIR, prefix):
+        scan = scan_prefix_for_walk(str(root / SHARES_DIR), prefix, False, None, 0.0, None, False)
+        for share in map(IndexedShare.from_row, scan.rows):
             rows[(share.storage_index, share.shnum)] = _comparable(share)
     return rows
 

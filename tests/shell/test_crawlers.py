@@ -28,7 +28,7 @@ from tahoe.storage.disk import open_file
 from tahoe.storage.leases import LEASE_DURATION, ExpiryPolicy
 from tahoe.storage.server import StorageServer
 from tahoe.web.storage_status import StorageStatusResource
-from tests.shell.storage_support import assert_index_in_step, make_server
+from tests.shell.storage_support import assert_index_in_step, clock_at, make_server, numbered_si
 from tests.support.leased import leased_bucket
 from tests.vectors import load
 
@@ -38,13 +38,11 @@ DAY = 86400
 
 @pytest.fixture
 def clock() -> Clock:
-    clock = Clock()
-    clock.advance(START)
-    return clock
+    return clock_at(START)
 
 
 def _si(n: int) -> bytes:
-    return bytes([n * 37 % 256, n]) + b"\x00" * 13 + bytes([n])
+    return numbered_si(n, 37, 1)
 
 
 def _immutable(server: StorageServer, n: int, renew: bytes = b"r" * 32,
@@ -347,8 +345,7 @@ def test_same_figures_and_deletions_as_tahoe(root: Path, mode: str) -> None:
     depend on the file system)."""
     vector = load("crawler-state-tahoe120.json")
     _tahoe_layout(root, vector)
-    clock = Clock()
-    clock.advance(vector["written_at"])
+    clock = clock_at(vector["written_at"])
     policy = ExpiryPolicy("cutoff-date", cutoff_date=vector["cutoff_date"])
     checker = _checker(root, clock, make_server(root, clock), policy, True, mode)
     _run_cycle(checker, clock)
@@ -366,8 +363,7 @@ def test_same_figures_and_deletions_as_tahoe(root: Path, mode: str) -> None:
 def test_we_resume_from_the_state_tahoe_wrote(root: Path) -> None:
     """State files of a real Tahoe 1.20 node: the cycle numbers go on and its history stays."""
     vector = load("crawler-state-tahoe120.json")
-    clock = Clock()
-    clock.advance(vector["written_at"] + DAY)
+    clock = clock_at(vector["written_at"] + DAY)
     first = make_server(root, clock)
     _immutable(first, 1)
     first.close()

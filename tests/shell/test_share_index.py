@@ -23,8 +23,8 @@ from tahoe.storage.crawler import LeaseCheckingCrawler
 from tahoe.storage.leases import LEASE_DURATION, ExpiryPolicy
 from tahoe.storage.server import StorageServer
 from tahoe.storage.share_index import IMMUTABLE, MUTABLE, ShareIndex
-from tests.shell.storage_support import (assert_index_in_step, make_server, shares_indexed,
-                                         shares_on_disk)
+from tests.shell.storage_support import (assert_index_in_step, clock_at, make_server,
+                                         numbered_si, shares_indexed, shares_on_disk)
 
 START = 1_760_000_000.0
 DAY = 86400
@@ -33,13 +33,11 @@ RENEW, CANCEL = b"r" * 32, b"c" * 32
 
 @pytest.fixture
 def clock() -> Clock:
-    clock = Clock()
-    clock.advance(START)
-    return clock
+    return clock_at(START)
 
 
 def _si(n: int) -> bytes:
-    return bytes([n * 53 % 256, n * 7 % 256]) + bytes(13) + bytes([n])
+    return numbered_si(n, 53, 7)
 
 
 def _upload(server: StorageServer, n: int, shnums: set[int] = frozenset({0, 3}),
@@ -136,8 +134,7 @@ OPERATIONS = st.lists(st.tuples(
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_index_follows_every_operation(tmp_path: Path, operations: list) -> None:
     """After every storage call, in any order: what the index holds is what the files hold."""
-    clock = Clock()
-    clock.advance(START)
+    clock = clock_at(START)
     root = tmp_path / f"s{len(os.listdir(tmp_path))}"
     server = make_server(root, clock)
     for op, n, shnum in operations:

@@ -14,7 +14,7 @@ from typing import Any
 
 from attrs import frozen
 
-from . import disk, paths
+from . import disk
 from .containers import open_container
 from .errors import ContainerError
 from .immutable_container import ImmutableContainer
@@ -113,7 +113,7 @@ def remove_empty_bucket(keeper: IndexKeeper, storage_index: bytes) -> None:
     deletion and its directory's), under the bucket's lock, as an upload's close might be
     filling it."""
     with keeper.lock(storage_index):
-        disk.remove_empty_dirs(os.path.join(keeper.storage_dir, paths.share_dir(storage_index)))
+        disk.remove_empty_dirs(keeper.bucket_dir(storage_index))
 
 
 def delete_share_file(path: str) -> None:

@@ -363,8 +363,9 @@ class PrefixOutcome:
 
     :ivar figures: the cycle figures of its buckets (None if it did not count).
     :ivar rows: for a prefix the index did not hold: the row of every share left, read
-        from its file (trimmed shares are read again from ``changed``).
-    :ivar changed: shares whose files garbage collection changed or deleted.
+        from its file (after garbage collection changed it).
+    :ivar changed: for a prefix the index holds: shares whose files garbage collection
+        changed or deleted (their rows are brought in step on the reactor thread).
     :ivar deleted: shares deleted.
     """
 
@@ -454,7 +455,9 @@ class LeaseCheckingCrawler(ShareCrawler):
             # the scanning processes read them first, many at once and without the
             # node's interpreter lock: the collectors' reads under the locks are then warm
             warm([self.keeper.share_path(si, shnum) for si, shnum in delete + trim])
-        self._collect(outcome, delete, trim, now, self.collectors)
+        done = self._collect(delete, trim, now, self.collectors)
+        outcome.changed = [(d.storage_index, d.shnum) for d in done]
+        outcome.deleted = _deletions(done)
         return outcome
 
     def _from_files(self, job: PrefixJob, now: float) -> PrefixOutcome:
@@ -462,41 +465,37 @@ class LeaseCheckingCrawler(ShareCrawler):
         collect what expired, and hand the rows of the rest to the index."""
         scan = self.scanner(str(self.shares_dir), job.prefix, job.counts, job.after_bucket, now,
                             self.policy, self.enabled)
-        outcome = PrefixOutcome(scan.figures, rows=scan.rows)
         with self._collecting:  # one thread at a time: the reactor's requests come first
-            self._collect(outcome, scan.delete, scan.trim, now)
+            done = self._collect(scan.delete, scan.trim, now)
             if self.enabled:
                 for storage_index in scan.empty:
                     remove_empty_bucket(self.keeper, storage_index)
-        if outcome.changed:
-            # the rows of what was collected, as the files are now (read here, not on the
-            # reactor thread: a rebuild deletes up to half a million shares)
-            changed = set(outcome.changed)
-            outcome.rows = [row for row in scan.rows if (row[0], row[1]) not in changed]
-            for storage_index, shnum in outcome.changed:
-                share = scan_share(self.keeper.share_path(storage_index, shnum),
-                                   storage_index, shnum)
-                if share is not None:
-                    outcome.rows.append(share.row())
-            outcome.changed = []
-        return outcome
+        rows = scan.rows
+        if done:
+            # the rows of what was collected as the files are now: none for a deleted share,
+            # a trimmed one read again (here, not on the reactor thread)
+            changed = {(d.storage_index, d.shnum) for d in done}
+            rows = [row for row in rows if (row[0], row[1]) not in changed]
+            for d in done:
+                if d.action == "trimmed":
+                    share = scan_share(self.keeper.share_path(d.storage_index, d.shnum),
+                                       d.storage_index, d.shnum)
+                    if share is not None:
+                        rows.append(share.row())
+        return PrefixOutcome(scan.figures, rows=rows, deleted=_deletions(done))
 
-    def _collect(self, outcome: PrefixOutcome, delete: list[tuple[bytes, int]],
-                 trim: list[tuple[bytes, int]], now: float,
-                 collectors: Executor | None = None) -> None:
+    def _collect(self, delete: list[tuple[bytes, int]], trim: list[tuple[bytes, int]],
+                 now: float, collectors: Executor | None = None) -> list[Outcome]:
         """Collect (each file read again under its bucket's lock), in ``collectors`` if
-        given; note what changed. (A rebuilding walk collects one share after the other:
-        the files were just read, and threads would only compete for the interpreter.)"""
+        given; what was deleted or trimmed. (A rebuilding walk collects one share after the
+        other: the files were just read, and threads would only compete for the
+        interpreter.)"""
         def collect(job: tuple[bytes, int, bool]) -> Outcome:
             return collect_share(self.keeper, job[0], job[1], self.policy, now, job[2])
         jobs = [(si, shnum, True) for si, shnum in delete]
         jobs += [(si, shnum, False) for si, shnum in trim]
         run = collectors.map if collectors is not None and len(jobs) > 1 else map
-        for done in run(collect, jobs):
-            if done.action != "kept":
-                outcome.changed.append((done.storage_index, done.shnum))
-            if done.action == "deleted":
-                outcome.deleted += 1
+        return [done for done in run(collect, jobs) if done.action != "kept"]
 
     # on the reactor thread
 
@@ -549,3 +548,7 @@ def _buckets(rows: list[IndexedShare], after_bucket: str | None
         buckets = [(si, shares) for si, shares in buckets
                    if paths.storage_index_to_b32(si) > after_bucket]
     return buckets
+
+
+def _deletions(done: list[Outcome]) -> int:
+    return sum(d.action == "deleted" for d in done)

@@ -39,7 +39,7 @@ from twisted.logger import Logger
 
 from . import paths
 from .share_index import INDEX_NAME, IndexedShare, ShareIndex, prefix_number
-from .share_scan import scan_bucket, scan_share
+from .share_scan import scan_share
 
 PREFIXES = 1024
 #: Locks for share changes, each for the storage indexes whose hash falls on it: changes
@@ -191,17 +191,23 @@ class IndexKeeper:
         """The lock to hold while changing a share file of ``storage_index``."""
         return self._locks[hash(storage_index) % LOCK_STRIPES]
 
+    def bucket_dir(self, storage_index: bytes) -> str:
+        """The directory of a storage index's final shares."""
+        return f"{self._root}/{paths.share_dir(storage_index)}"
+
     def share_path(self, storage_index: bytes, shnum: int) -> str:
         """Where a final share lives."""
-        return f"{self._root}/{paths.share_path(storage_index, shnum)}"
+        return f"{self.bucket_dir(storage_index)}/{shnum}"
 
     def share_changed(self, storage_index: bytes, shnum: int) -> None:
         """A share file was created, changed or deleted: bring its row in step."""
         self.refresh([(storage_index, shnum)])
 
     def shares_changed(self, storage_index: bytes, shnums: Iterable[int]) -> None:
-        """Several shares of one storage index changed."""
-        self.refresh([(storage_index, shnum) for shnum in shnums])
+        """Several shares of one storage index changed (none: nothing to do)."""
+        keys = [(storage_index, shnum) for shnum in shnums]
+        if keys:
+            self.refresh(keys)
 
     def refresh(self, keys: Iterable[tuple[bytes, int]]) -> None:
         """Read these shares' files again and write what they hold now (on the reactor
@@ -247,26 +253,32 @@ class IndexKeeper:
             for listener in self.stale_listeners:
                 listener()
 
-    def present_shares(self, storage_index: bytes) -> dict[int, IndexedShare] | None:
-        """:meth:`indexed_shares`, less any whose file is gone (removed by hand: the index
-        learns it here). A ``stat`` per share held; nothing on disk for a storage index
-        the index does not know."""
+    def present_shares(self, storage_index: bytes
+                       ) -> dict[int, tuple[str, IndexedShare]] | None:
+        """:meth:`indexed_shares` with each file's path, less any whose file is gone
+        (removed by hand: the index learns it here). A ``stat`` per share held; nothing on
+        disk for a storage index the index does not know."""
         shares = self.indexed_shares(storage_index)
+        if shares is None:
+            return None
+        present: dict[int, tuple[str, IndexedShare]] = {}
         if not shares:
-            return shares
+            return present
+        bucket = self.bucket_dir(storage_index)
         gone = []
-        for shnum in shares:
+        for shnum, share in shares.items():
+            path = f"{bucket}/{shnum}"
             try:
-                os.stat(self.share_path(storage_index, shnum))
+                os.stat(path)
             except FileNotFoundError:
                 gone.append((storage_index, shnum))
+            else:
+                present[shnum] = (path, share)
         if gone:
             self._log.warn("share files removed behind the server's back: {shares}",
                            shares=", ".join(f"{si.hex()}/{n}" for si, n in gone))
             self.refresh(gone)
-            for _, shnum in gone:
-                del shares[shnum]
-        return shares
+        return present
 
     def indexed_shares(self, storage_index: bytes) -> dict[int, IndexedShare] | None:
         """The shares of a storage index according to the index; None while it is not
@@ -291,22 +303,3 @@ def _open_index(path: Path) -> ShareIndex:
                 pass
         return ShareIndex(path)
 
-
-def scan_prefix(shares_dir: Path, prefix: str) -> list[IndexedShare]:
-    """Every share under one prefix directory, read from the files.
-
-    Unreadable directories are skipped; a file that is not a container is a ``CORRUPT`` row.
-    """
-    rows: list[IndexedShare] = []
-    prefix_dir = shares_dir / prefix
-    try:
-        buckets = sorted(os.listdir(prefix_dir))
-    except OSError:
-        return rows
-    for si_b32 in buckets:
-        try:
-            storage_index = paths.storage_index_from_b32(si_b32)
-        except ValueError:
-            continue
-        rows.extend(scan_bucket(str(prefix_dir / si_b32), storage_index))
-    return rows

@@ -202,12 +202,11 @@ class StorageServer:
         check_allocated_size(allocated_size)
         expiration = expiration_for(self._clock.seconds())
 
-        held = self._share_files(storage_index)
-        if held:
-            with self._changing(storage_index, lambda: held):
-                held = self._share_files(storage_index)
-                self._renew_or_add_leases(held, OWNER_ALLOCATE, renew_secret, cancel_secret,
-                                          expiration, kinds=(ShareKind.IMMUTABLE,))
+        held: dict[int, str] = {}
+        with self._changing(storage_index, lambda: held):
+            held = self._share_files(storage_index)
+            self._renew_or_add_leases(held, OWNER_ALLOCATE, renew_secret, cancel_secret,
+                                      expiration, kinds=(ShareKind.IMMUTABLE,))
 
         candidates = [n for n in sorted(requested) if n not in held
                       and not self._upload_in_progress(storage_index, n)]
@@ -351,8 +350,7 @@ class StorageServer:
         logged)."""
         indexed = self.index.present_shares(storage_index)
         if indexed is not None:
-            for shnum, share in sorted(indexed.items()):
-                path = self.index.share_path(storage_index, shnum)
+            for shnum, (path, share) in sorted(indexed.items()):
                 if share.kind == CORRUPT:
                     self._log.warn("skipping share {path}: not a share container", path=path)
                     continue
@@ -377,7 +375,7 @@ class StorageServer:
         """Share number -> path of every final share (the index's, or the directory's)."""
         indexed = self.index.present_shares(storage_index)
         if indexed is not None:
-            return {shnum: self.index.share_path(storage_index, shnum) for shnum in indexed}
+            return {shnum: path for shnum, (path, _) in indexed.items()}
         return disk.list_shares(self._path(paths.share_dir_parts(storage_index)))
 
     def _upload_in_progress(self, storage_index: bytes, shnum: int) -> bool:
