@@ -296,6 +296,30 @@ async def test_large_shares(served: Served) -> None:
 
 
 @pytest_twisted.ensureDeferred
+async def test_share_removed_by_hand(served: Served) -> None:
+    """A share whose file an operator removed after it was listed: its read fails clearly
+    (Foolscap: ShareGone; HTTPS, which lists again for each read: a 404), the others still
+    read, and it is listed no more, by the index either."""
+    data = os.urandom(1_200_000)  # past the server's inline reads: answered as a stream
+    allocation = served.client.allocate_buckets(SI, RENEW, CANCEL, {0, 1}, len(data))
+    for writer in allocation.writers.values():
+        await writer.write(0, data)
+        await writer.close()
+    readers = await served.client.get_buckets(SI)
+    assert sorted(readers) == [0, 1]
+    (served.storage_dir / "shares" / served.shares()[1]).unlink()
+    error = await _failure(readers[1].read(0, len(data)))
+    assert isinstance(error, ServerRefused), error
+    assert error.kind == ("ShareGone" if served.client.transport == "foolscap" else "404")
+    if served.client.transport == "foolscap":
+        assert "share 1 of storage index" in str(error) and "is gone" in str(error)
+    assert await readers[0].read(0, len(data)) == data
+    assert sorted(await served.client.get_buckets(SI)) == [0]
+    assert served.server.index.fresh
+    assert [s.shnum for s in served.server.index.index.all_shares()] == [0]
+
+
+@pytest_twisted.ensureDeferred
 async def test_bulk_connection_pins_the_key(tmp_path: Path) -> None:
     """The threaded connection refuses a server whose key is not the pinned one."""
     from twisted.internet import reactor

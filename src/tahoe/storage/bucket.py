@@ -18,7 +18,8 @@ from twisted.logger import Logger
 
 from . import disk
 from .arguments import check_offset
-from .errors import BadRequest, BucketWriterClosed, ConflictingWriteError, DataTooLargeError
+from .errors import (BadRequest, BucketWriterClosed, ConflictingWriteError, DataTooLargeError,
+                     ShareGone)
 from .immutable_container import CURRENT_VERSION, ImmutableContainer
 from .leases import Lease
 from .ranges import RangeSet
@@ -199,17 +200,21 @@ class BucketReader:
     """Reads one final immutable share (``RIBucketReader``)."""
 
     def __init__(self, path: str, storage_index: bytes, shnum: int, data_length: int,
-                 advise: Callable[[bytes, bytes, int, bytes], None]) -> None:
+                 advise: Callable[[bytes, bytes, int, bytes], None],
+                 gone: Callable[[bytes, list[int]], None] | None = None) -> None:
         """Made by ``StorageServer.get_buckets``.
 
         :param data_length: the share's data length, from its container.
         :param advise: ``StorageServer.advise_corrupt_share``.
+        :param gone: called ``(storage_index, [shnum])`` when the file is found missing
+            (``IndexKeeper.files_gone``).
         """
         self.storage_index = storage_index
         self.shnum = shnum
         self.data_length = data_length
         self._path = path
         self._advise = advise
+        self._gone = gone
 
     def read(self, offset: int, length: int) -> bytes:
         """Share-data bytes ``[offset, offset+length)``, cut short at the end of the data.
@@ -217,15 +222,26 @@ class BucketReader:
         Never raises for a read past the end: it gives fewer bytes, or ``b""``.
 
         :raises BadOffset: for an offset or length that is not an int in 0..2**64-1.
+        :raises ShareGone: if the file is not there any more.
         """
         check_offset(offset)
         check_offset(length, "length")
         length = max(0, min(length, self.data_length - offset))
         if length == 0:
             return b""
-        with disk.open_file(self._path) as file:
+        with contextlib.ExitStack() as stack:
+            try:
+                file = stack.enter_context(disk.open_file(self._path))
+            except FileNotFoundError:
+                raise self._found_gone() from None
             return ImmutableContainer(file, CURRENT_VERSION, 0, self.data_length).read_share_data(
                 offset, length)
+
+    def _found_gone(self) -> ShareGone:
+        if self._gone is not None:
+            self._gone(self.storage_index, [self.shnum])
+        return ShareGone(f"share {self.shnum} of storage index {self.storage_index.hex()} "
+                         "is gone")
 
     def advise_corrupt_share(self, reason: bytes) -> None:
         """Report this share as corrupt, as ``advise_corrupt_share(b"immutable", ...)`` does."""

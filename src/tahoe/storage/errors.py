@@ -57,6 +57,10 @@ class BucketWriterClosed(StorageError):
     """A bucket writer was used after ``close()``, ``abort()`` or its timeout."""
 
 
+class ShareGone(StorageError):
+    """A share listed a moment ago has no file any more (collected, or removed by hand)."""
+
+
 class ContainerError(StorageError):
     """Root of the errors about share files found on disk."""
 

@@ -37,7 +37,8 @@ from ..util.errors import BadBase32
 from . import http_messages as messages
 from .bucket import BucketWriter
 from .errors import (BadRequest, BadWriteEnablerError, BucketWriterClosed, ConflictingWriteError,
-                     ContainerError, DataTooLargeError, NoSpace, StorageError, WrongShareKind)
+                     ContainerError, DataTooLargeError, NoSpace, ShareGone, StorageError,
+                     WrongShareKind)
 from .http_messages import MessageError, Secret
 from .immutable_container import HEADER_SIZE
 from .leases import IMMUTABLE_LEASE_SIZE
@@ -58,6 +59,7 @@ ERROR_STATUS: tuple[tuple[type[Exception], int], ...] = (
     (MessageError, 400),
     (BadWriteEnablerError, 401),
     (BucketWriterClosed, 404),
+    (ShareGone, 404),
     (ConflictingWriteError, 409),
     (WrongShareKind, 409),
     (DataTooLargeError, 413),

@@ -256,29 +256,34 @@ class IndexKeeper:
     def present_shares(self, storage_index: bytes
                        ) -> dict[int, tuple[str, IndexedShare]] | None:
         """:meth:`indexed_shares` with each file's path, less any whose file is gone
-        (removed by hand: the index learns it here). A ``stat`` per share held; nothing on
-        disk for a storage index the index does not know."""
+        (removed by hand: the index learns it here, and the listing is the files', as
+        Tahoe's). A ``stat`` per share held; nothing on disk for a storage index the
+        index does not know."""
         shares = self.indexed_shares(storage_index)
-        if shares is None:
-            return None
-        present: dict[int, tuple[str, IndexedShare]] = {}
         if not shares:
-            return present
+            return shares
         bucket = self.bucket_dir(storage_index)
+        present: dict[int, tuple[str, IndexedShare]] = {}
         gone = []
         for shnum, share in shares.items():
             path = f"{bucket}/{shnum}"
             try:
                 os.stat(path)
             except FileNotFoundError:
-                gone.append((storage_index, shnum))
+                gone.append(shnum)
             else:
                 present[shnum] = (path, share)
         if gone:
-            self._log.warn("share files removed behind the server's back: {shares}",
-                           shares=", ".join(f"{si.hex()}/{n}" for si, n in gone))
-            self.refresh(gone)
+            self.files_gone(storage_index, gone)
         return present
+
+    def files_gone(self, storage_index: bytes, shnums: Iterable[int]) -> None:
+        """Share files the index lists were found missing (removed behind the server's
+        back): log it and drop their rows."""
+        keys = [(storage_index, shnum) for shnum in shnums]
+        self._log.warn("share files found missing (removed by hand, or collected): {shares}",
+                       shares=", ".join(f"{si.hex()}/{n}" for si, n in keys))
+        self.refresh(keys)
 
     def indexed_shares(self, storage_index: bytes) -> dict[int, IndexedShare] | None:
         """The shares of a storage index according to the index; None while it is not

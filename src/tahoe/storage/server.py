@@ -249,7 +249,8 @@ class StorageServer:
         """
         if not check_storage_index(storage_index, for_write=False):
             return {}
-        return {shnum: BucketReader(path, storage_index, shnum, length, self.advise_corrupt_share)
+        return {shnum: BucketReader(path, storage_index, shnum, length, self.advise_corrupt_share,
+                                    self.index.files_gone)
                 for shnum, path, kind, length in self._containers(storage_index)
                 if kind == IMMUTABLE}
 
