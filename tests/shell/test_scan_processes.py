@@ -21,7 +21,9 @@ import pytest
 
 from tahoe.storage import paths
 from tahoe.storage.leases import ExpiryPolicy
-from tahoe.storage.share_scan import PrefixScan, ScanProcesses, scan_prefix_for_walk, warm_files
+from tahoe.storage.share_index import ShareIndex, open_reader, prefix_value
+from tahoe.storage.share_scan import (WHOLE_READ, PrefixScan, ScanProcesses, plan_from_index,
+                                      scan_prefix_for_walk)
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 GENERATOR = REPOSITORY / "misc" / "bench" / "storage_population.py"
@@ -122,24 +124,58 @@ def test_a_failing_child_means_scanning_here(population: tuple[str, float],
         scanners.stop()
 
 
-def _some_files(population: tuple[str, float], count: int) -> list[str]:
-    shares, _ = population
-    found = [os.path.join(d, f) for d, _, files in os.walk(shares) for f in files]
-    return sorted(found)[:count]
+@pytest.fixture(scope="module")
+def indexed(population: tuple[str, float], tmp_path_factory: pytest.TempPathFactory) -> str:
+    """An index of the population's rows (as the rebuild leaves it): its path."""
+    shares, now = population
+    path = str(tmp_path_factory.mktemp("index") / "share-index.sqlite")
+    index = ShareIndex(path)
+    for prefix in paths.all_prefixes():
+        rows = scan_prefix_for_walk(*_args(population, prefix)).rows
+        index.replace_prefix(prefix_value(prefix), rows)
+    index.close()
+    return path
 
 
-def test_warm_reads_the_files_a_collection_will_read(population: tuple[str, float],
-                                                     scanners: ScanProcesses) -> None:
-    """``warm`` has a child read the given files (a missing one is skipped) and returns
-    once it has; with a failing child it returns too (the collector reads them cold)."""
-    files = _some_files(population, 50) + [os.path.join(population[0], "aa", "gone", "0")]
-    assert warm_files(files) == 50
-    scanners.warm(files)
-    assert len(_children(scanners)) == 1
+def _read_so_far(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+        if line.startswith("rchar:"):
+            return int(line.split()[1])
+    raise AssertionError("no rchar")
+
+
+def test_plan_from_the_index_in_a_child(population: tuple[str, float], indexed: str,
+                                        scanners: ScanProcesses) -> None:
+    """A child plans a prefix from the index as this process does (the same figures and
+    shares to collect as a scan of the files), and reads the files to collect before it
+    answers; a failing child answers None (the caller plans itself)."""
+    shares, now = population
+    storage = os.path.dirname(shares)
+    reader = open_reader(indexed)
+    policy = ExpiryPolicy("age")
+    planned = 0
+    for prefix in paths.all_prefixes()[:200]:
+        here = plan_from_index(reader, prefix, None, now, policy, True)
+        files = scan_prefix_for_walk(*_args(population, prefix))
+        # (the index orders buckets by storage index, the directory by name)
+        assert (here.figures, sorted(here.delete), sorted(here.trim)) == (
+            files.figures, sorted(files.delete), sorted(files.trim)), prefix
+        before = _read_so_far(_children(scanners)[0]) if _children(scanners) else 0
+        there = scanners.plan(indexed, storage, prefix, None, now, policy, True)
+        assert there is not None
+        assert (there.figures, there.delete, there.trim) == (here.figures, here.delete,
+                                                             here.trim), prefix
+        (pid,) = _children(scanners)[:1]
+        size = sum(min(WHOLE_READ, os.path.getsize(os.path.join(storage, paths.share_path(
+            si, shnum)))) for si, shnum in there.delete + there.trim)
+        assert _read_so_far(pid) - before >= size
+        planned += len(there.delete)
+    reader.connection.close()
+    assert planned > 20
     failing = ScanProcesses(processes=1, command=[sys.executable, "-c", "pass"])
     try:
-        failing.warm(files)
-        failing.warm(files)
+        assert failing.plan(indexed, storage, "aa", None, now, policy, True) is None
+        assert failing.plan(indexed, storage, "ab", None, now, policy, True) is None
         assert _children(failing) == []
     finally:
         failing.stop()

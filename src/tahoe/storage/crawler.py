@@ -48,11 +48,10 @@ from twisted.logger import Logger
 from ..node.fileutil import write_atomically
 from . import crawl_state, paths
 from .collector import Outcome, collect_share, remove_empty_bucket
-from .expirer import examine_bucket
 from .indexing import IndexKeeper
 from .leases import ExpiryPolicy
-from .share_index import IndexedShare, prefix_value
-from .share_scan import PrefixScan, scan_prefix_for_walk, scan_share
+from .share_index import prefix_value
+from .share_scan import PrefixScan, plan_from_index, scan_prefix_for_walk, scan_share
 
 __all__ = ["BucketCountingCrawler", "LeaseCheckingCrawler", "ShareCrawler", "run_here"]
 
@@ -391,6 +390,11 @@ class LeaseCheckingCrawler(ShareCrawler):
     #: node's threads mostly wait for the scanning processes, which read ahead while the
     #: node collects, one prefix at a time (:attr:`parallel` from the index).
     parallel_scans = 8
+    #: Prefixes under way at once from the index: their rows are examined and the files
+    #: to collect read ahead by the scanning processes (no work for the node's interpreter),
+    #: while at most :attr:`collecting_from_index` of them are collected in the node.
+    parallel_from_index = 4
+    collecting_from_index = 2
 
     def __init__(self, storage_dir: str | os.PathLike[str], clock: Any, keeper: IndexKeeper,
                  policy: ExpiryPolicy, enabled: bool, run_in_thread: RunInThread = run_here,
@@ -407,6 +411,7 @@ class LeaseCheckingCrawler(ShareCrawler):
         #: :meth:`walked` lets rest).
         self.scanner = scanner
         self._collecting = threading.Lock()
+        self._collecting_from_index = threading.BoundedSemaphore(self.collecting_from_index)
         self.policy = policy
         self.enabled = enabled
         self.history_path = self.storage_dir / self.history_name
@@ -442,20 +447,18 @@ class LeaseCheckingCrawler(ShareCrawler):
         outcome = PrefixOutcome(crawl_state.empty_cycle() if job.counts else None)
         if not job.counts:
             return outcome
-        rows = self.keeper.index.reader().shares_in_prefix(prefix_value(job.prefix))
-        delete: list[tuple[bytes, int]] = []
-        trim: list[tuple[bytes, int]] = []
-        for storage_index, shares in _buckets(rows, job.after_bucket):
-            plan = examine_bucket(shares, paths.storage_index_to_b32(storage_index),
-                                  outcome.figures, now, self.policy, self.enabled)
-            delete.extend((s.storage_index, s.shnum) for s in plan.delete)
-            trim.extend((s.storage_index, s.shnum) for s in plan.trim)
-        warm = getattr(self.scanner, "warm", None)
-        if warm is not None:
-            # the scanning processes read them first, many at once and without the
-            # node's interpreter lock: the collectors' reads under the locks are then warm
-            warm([self.keeper.share_path(si, shnum) for si, shnum in delete + trim])
-        done = self._collect(delete, trim, now, self.collectors)
+        plan = getattr(self.scanner, "plan", None)
+        # The scanning processes examine the rows (pure Python: outside the node's
+        # interpreter lock) and read the files to collect first, many at once: the
+        # collectors' reads under the bucket locks are then warm.
+        scan = plan(self.keeper.index.path, str(self.storage_dir), job.prefix,
+                    job.after_bucket, now, self.policy, self.enabled) if plan else None
+        if scan is None:
+            scan = plan_from_index(self.keeper.index.reader(), job.prefix, job.after_bucket,
+                                   now, self.policy, self.enabled)
+        outcome.figures = scan.figures
+        with self._collecting_from_index:
+            done = self._collect(scan.delete, scan.trim, now, self.collectors)
         outcome.changed = [(d.storage_index, d.shnum) for d in done]
         outcome.deleted = _deletions(done)
         return outcome
@@ -521,7 +524,8 @@ class LeaseCheckingCrawler(ShareCrawler):
             crawl_state.history_with(self.history(), cycle, entry), sort_keys=True))
 
     def parallel_for(self, job: PrefixJob) -> int:
-        return self.parallel if _indexed(self.keeper, job.prefix) else self.parallel_scans
+        return (self.parallel_from_index if _indexed(self.keeper, job.prefix)
+                else self.parallel_scans)
 
     def walked(self) -> None:
         rest = getattr(self.scanner, "rest", None)
@@ -535,19 +539,6 @@ class LeaseCheckingCrawler(ShareCrawler):
         except (OSError, ValueError):
             return {}
         return history if isinstance(history, dict) else {}
-
-
-def _buckets(rows: list[IndexedShare], after_bucket: str | None
-             ) -> list[tuple[bytes, list[IndexedShare]]]:
-    """Rows (in storage index order) grouped by storage index, after ``after_bucket``."""
-    grouped: dict[bytes, list[IndexedShare]] = {}
-    for row in rows:
-        grouped.setdefault(row.storage_index, []).append(row)
-    buckets = list(grouped.items())
-    if after_bucket is not None:
-        buckets = [(si, shares) for si, shares in buckets
-                   if paths.storage_index_to_b32(si) > after_bucket]
-    return buckets
 
 
 def _deletions(done: list[Outcome]) -> int:

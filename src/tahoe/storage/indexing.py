@@ -219,16 +219,18 @@ class IndexKeeper:
                 prefix = prefix_number(storage_index)
                 if not self.prefix_indexed(prefix):
                     self._touched.setdefault(prefix, set()).add((storage_index, shnum))
+                share = scan_share(self.share_path(storage_index, shnum), storage_index, shnum)
+                if share is None:
+                    # (a row that is not there is skipped by remove_many: no query here,
+                    # which matters for the thousands garbage collection hands over)
+                    gone.append((storage_index, shnum))
+                    continue
                 if storage_index not in known:
                     known[storage_index] = self.index.shares(storage_index)
                 was = known[storage_index].get(shnum)
-                share = scan_share(self.share_path(storage_index, shnum), storage_index, shnum)
                 # Only what changed is written: a refused or empty change leaves the
                 # index file as it was.
-                if share is None:
-                    if was is not None:
-                        gone.append((storage_index, shnum))
-                elif was is None or was.row() != share.row():
+                if was is None or was.row() != share.row():
                     present.append(share)
             if present:
                 self.index.put_many(present)

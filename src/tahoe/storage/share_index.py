@@ -142,6 +142,11 @@ class IndexReader:
     def __init__(self, connection: sqlite3.Connection) -> None:
         self._connection = connection
 
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The connection the queries run on."""
+        return self._connection
+
     def shares(self, storage_index: bytes) -> dict[int, IndexedShare]:
         """Every indexed share of a storage index."""
         return _shares(self._connection, storage_index)
@@ -197,6 +202,13 @@ class IndexReader:
             _prefix_range(prefix)).fetchone()[0]
 
 
+def open_reader(path: str | os.PathLike[str]) -> IndexReader:
+    """Read-only queries on an index file (its own connection: one thread, or another
+    process, reads beside the writer, as WAL allows)."""
+    return IndexReader(sqlite3.connect(f"file:{os.fspath(path)}?mode=ro", uri=True,
+                                       isolation_level=None, check_same_thread=False))
+
+
 class ShareIndex(IndexReader):
     """The index of one storage directory (``storage/share-index.sqlite``), and its writer.
 
@@ -227,11 +239,9 @@ class ShareIndex(IndexReader):
         """Read-only access for the calling thread (a connection of its own)."""
         reader = getattr(self._readers, "reader", None)
         if reader is None:
-            connection = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True,
-                                         isolation_level=None, check_same_thread=False)
+            reader = self._readers.reader = open_reader(self.path)
             with self._readers_lock:
-                self._reader_connections.append(connection)
-            reader = self._readers.reader = IndexReader(connection)
+                self._reader_connections.append(reader.connection)
         return reader
 
     # -- meta
@@ -313,17 +323,16 @@ class ShareIndex(IndexReader):
         self.remove_many([(storage_index, shnum)])
 
     def remove_many(self, keys: Iterable[tuple[bytes, int]]) -> None:
-        """Forget several shares in one transaction."""
+        """Forget several shares in one transaction (those not indexed are skipped)."""
         db = self._db
         buckets, count, size = self._totals.buckets, self._totals.shares, self._totals.bytes
         db.execute("BEGIN")
         try:
             for key in keys:
-                old = db.execute("SELECT size FROM shares WHERE si = ? AND shnum = ?",
+                old = db.execute("DELETE FROM shares WHERE si = ? AND shnum = ? RETURNING size",
                                  key).fetchone()
                 if old is None:
-                    continue
-                db.execute("DELETE FROM shares WHERE si = ? AND shnum = ?", key)
+                    continue  # not indexed: nothing written
                 count -= 1
                 size -= old[0]
                 if db.execute("SELECT 1 FROM shares WHERE si = ? LIMIT 1",

@@ -30,7 +30,8 @@ from .containers import open_container
 from .errors import ContainerError
 from .immutable_container import ImmutableContainer
 from .randomaccess import MemoryFile, RandomAccessFile
-from .share_index import CORRUPT, IMMUTABLE, MUTABLE, IndexedShare
+from .share_index import (CORRUPT, IMMUTABLE, MUTABLE, IndexedShare, IndexReader, open_reader,
+                          prefix_value)
 
 
 def disk_bytes(path: str) -> int:
@@ -163,6 +164,64 @@ def scan_prefix_for_walk(shares_dir: str, prefix: str, counts: bool, after_bucke
     return scan
 
 
+def group_buckets(rows: list[IndexedShare], after_bucket: str | None
+                  ) -> list[tuple[bytes, list[IndexedShare]]]:
+    """Rows (in storage index order) grouped by storage index, after ``after_bucket``."""
+    grouped: dict[bytes, list[IndexedShare]] = {}
+    for row in rows:
+        grouped.setdefault(row.storage_index, []).append(row)
+    buckets = list(grouped.items())
+    if after_bucket is not None:
+        buckets = [(si, shares) for si, shares in buckets
+                   if paths.storage_index_to_b32(si) > after_bucket]
+    return buckets
+
+
+def plan_from_index(reader: IndexReader, prefix: str, after_bucket: str | None, now: float,
+                    policy: ExpiryPolicy | None, enabled: bool) -> PrefixScan:
+    """The lease checker's work on a prefix the index holds, from its rows alone: the
+    cycle figures of the buckets after ``after_bucket`` and what to collect (no rows
+    handed back: the index has them)."""
+    scan = PrefixScan(figures=empty_cycle())
+    for storage_index, shares in group_buckets(
+            reader.shares_in_prefix(prefix_value(prefix)), after_bucket):
+        plan = examine_bucket(shares, paths.storage_index_to_b32(storage_index),
+                              scan.figures, now, policy, enabled)
+        scan.delete.extend((storage_index, share.shnum) for share in plan.delete)
+        scan.trim.extend((storage_index, share.shnum) for share in plan.trim)
+    return scan
+
+
+_index_readers = threading.local()
+
+
+def plan_and_warm(index_path: str, storage_dir: str, prefix: str, after_bucket: str | None,
+                  now: float, policy: ExpiryPolicy | None, enabled: bool,
+                  readers: Executor | None = None) -> PrefixScan:
+    """:func:`plan_from_index` on the index file (a connection per thread, kept), then
+    :func:`warm_files` on the shares to collect: the scanning processes' share of
+    garbage collection from the index (the node then collects, each file read again
+    under its bucket's lock, from the page cache)."""
+    reader = getattr(_index_readers, index_path, None)
+    if reader is None:
+        reader = open_reader(index_path)
+        setattr(_index_readers, index_path, reader)
+    scan = plan_from_index(reader, prefix, after_bucket, now, policy, enabled)
+    collect = scan.delete + scan.trim
+    if collect:
+        # in the order of the bucket directories' inodes (the files' inodes are allocated
+        # near their directory's): neighbours on disk, fewer seeks
+        inodes: dict[str, int] = {}
+        with contextlib.suppress(OSError), \
+                os.scandir(os.path.join(storage_dir, paths.SHARES_DIR, prefix)) as entries:
+            inodes = {entry.name: entry.inode() for entry in entries}
+        named = [(paths.storage_index_to_b32(si), shnum) for si, shnum in collect]
+        named.sort(key=lambda share: inodes.get(share[0], 0))
+        warm_files([os.path.join(storage_dir, paths.SHARES_DIR, prefix, name, str(shnum))
+                    for name, shnum in named], readers)
+    return scan
+
+
 def warm_files(paths: list[str], readers: Executor | None = None) -> int:
     """Read the start of each file (what :mod:`.collector` reads), several at once, so that
     reading them again soon costs no disk read; how many were read. Missing files are
@@ -222,15 +281,17 @@ class ScanProcesses:
             return answer  # type: ignore[no-any-return]
         return scan_prefix_for_walk(*args)
 
-    def warm(self, paths: list[str]) -> None:
-        """Have a child read the start of these files (:func:`warm_files`) and wait for it;
-        nothing if the children failed (the caller reads them cold)."""
-        if not paths:
-            return
+    def plan(self, *args: Any) -> PrefixScan | None:
+        """:func:`plan_and_warm` in a child; None if the children failed (the caller
+        plans in its own process)."""
         try:
-            self._ask(("warm", (paths,))).result()
+            answer = self._ask(("plan", args)).result()
         except _ChildFailed as failure:
             self._fail(failure.__cause__)
+            return None
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer  # type: ignore[no-any-return]
 
     def _ask(self, request: tuple[str, tuple[Any, ...]]) -> Future[Any]:
         with self._lock:
