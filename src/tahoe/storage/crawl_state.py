@@ -23,7 +23,8 @@ from typing import Any
 from .paths import all_prefixes
 
 __all__ = [
-    "DAY", "HISTORY_LENGTH", "LEGACY_STATE_FILES", "Counts", "add_bucket", "add_lease_age", "add_share", "bucket_count_done",
+    "DAY", "HISTORY_LENGTH", "LEGACY_STATE_FILES", "Counts", "add_bucket", "add_lease_age",
+    "add_share", "age_bin", "age_bin_key", "bucket_count_done",
     "count_prefix", "empty_cycle", "finish_cycle", "history_entry", "history_with",
     "is_valid_state", "json_safe", "merge_cycle", "new_state", "next_cycle", "resume_point",
 ]
@@ -167,31 +168,42 @@ def add_lease_age(cycle_data: dict[str, Any], age: float) -> None:
     The bin number is the age in days truncated toward zero, as Tahoe does, so
     a lease granted up to a day in the future counts in ``[0, 1 day)``.
     """
-    start = int(age / DAY) * DAY
-    _bump(cycle_data["lease-age-histogram"], f"{start},{start + DAY}")
+    _bump(cycle_data["lease-age-histogram"], age_bin_key(age_bin(age)))
+
+
+def age_bin(age: float) -> int:
+    """The number of a lease age's one-day bin (:func:`add_lease_age`)."""
+    return int(age / DAY)
+
+
+def age_bin_key(number: int) -> str:
+    """The lease-age histogram's key of bin ``number``: ``"min,max"`` in seconds."""
+    return f"{number * DAY},{(number + 1) * DAY}"
 
 
 def add_share(cycle_data: dict[str, Any], figures: Iterable[str], kind: str,
-              sharebytes: int, diskbytes: int) -> None:
-    """Count one share (of ``kind``, ``"mutable"`` or ``"immutable"``) under each figure."""
+              sharebytes: int, diskbytes: int, count: int = 1) -> None:
+    """Count shares (``count`` of them, of ``kind``, ``"mutable"`` or ``"immutable"``,
+    holding ``sharebytes`` and ``diskbytes`` together) under each figure."""
     recovered = cycle_data["space-recovered"]
     for figure in figures:
         for suffix in ("", f"-{kind}"):
-            _bump(recovered, f"{figure}-shares{suffix}")
+            _bump(recovered, f"{figure}-shares{suffix}", count)
             _bump(recovered, f"{figure}-sharebytes{suffix}", sharebytes)
             _bump(recovered, f"{figure}-diskbytes{suffix}", diskbytes)
 
 
 def add_bucket(cycle_data: dict[str, Any], figures: Iterable[str], kind: str | None,
-               diskbytes: int) -> None:
-    """Count one bucket (a storage index's directory) under each figure.
+               diskbytes: int, count: int = 1) -> None:
+    """Count buckets (``count`` storage indexes' directories, using ``diskbytes``
+    together) under each figure.
 
-    :param kind: its shares' kind; ``None`` (no shares) counts in the totals only.
+    :param kind: their shares' kind; ``None`` (no shares) counts in the totals only.
     """
     recovered = cycle_data["space-recovered"]
     for figure in figures:
         for suffix in ("",) if kind is None else ("", f"-{kind}"):
-            _bump(recovered, f"{figure}-buckets{suffix}")
+            _bump(recovered, f"{figure}-buckets{suffix}", count)
             _bump(recovered, f"{figure}-diskbytes{suffix}", diskbytes)
 
 

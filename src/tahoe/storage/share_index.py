@@ -184,10 +184,13 @@ class IndexReader:
     def shares_in_prefix(self, prefix: int) -> list[IndexedShare]:
         """Every share under one prefix directory (its :func:`prefix_value`, 0..1023: the
         storage index's first 10 bits), in (storage index, share number) order."""
-        rows = self._connection.execute(
+        return [IndexedShare.from_row(row) for row in self.rows_in_prefix(prefix)]
+
+    def rows_in_prefix(self, prefix: int) -> list[tuple[Any, ...]]:
+        """:meth:`shares_in_prefix` as table rows (:meth:`IndexedShare.row`'s shape)."""
+        return self._connection.execute(
             f"SELECT {_COLUMNS} FROM shares WHERE si >= ? AND si < ? ORDER BY si, shnum",
             _prefix_range(prefix)).fetchall()
-        return [IndexedShare.from_row(row) for row in rows]
 
     def buckets_of_prefix(self, prefix: int) -> list[bytes]:
         """The storage indexes with a share under one prefix directory, in order."""

@@ -23,8 +23,7 @@ from attrs import define, field
 from twisted.logger import Logger
 
 from . import disk, paths
-from .crawl_state import empty_cycle
-from .expirer import examine_bucket
+from .expirer import CycleTally, bucket_rows
 from .leases import ExpiryPolicy
 from .containers import open_container
 from .errors import ContainerError
@@ -132,13 +131,12 @@ def scan_prefix_for_walk(shares_dir: str, prefix: str, counts: bool, after_bucke
     :param readers: threads to read buckets with, several at once (a cold disk answers
         many reads at a time faster than one after the other).
     """
-    scan = PrefixScan(figures=empty_cycle() if counts else None)
+    scan = PrefixScan()
+    tally = CycleTally(now, policy, enabled) if counts else None
     prefix_dir = os.path.join(shares_dir, prefix)
-    try:
-        with os.scandir(prefix_dir) as entries:
-            inodes = {entry.name: entry.inode() for entry in entries}
-    except OSError:
-        return scan
+    inodes: dict[str, int] = {}
+    with contextlib.suppress(OSError), os.scandir(prefix_dir) as entries:
+        inodes = {entry.name: entry.inode() for entry in entries}
     buckets = []
     for si_b32 in inodes:
         try:
@@ -155,26 +153,19 @@ def scan_prefix_for_walk(shares_dir: str, prefix: str, counts: bool, after_bucke
     for (si_b32, storage_index), shares in found:
         if not shares:
             scan.empty.append(storage_index)
-        scan.rows.extend(share.row() for share in shares)
-        if scan.figures is None or (after_bucket is not None and si_b32 <= after_bucket):
-            continue
-        plan = examine_bucket(shares, si_b32, scan.figures, now, policy, enabled)
-        scan.delete.extend((storage_index, share.shnum) for share in plan.delete)
-        scan.trim.extend((storage_index, share.shnum) for share in plan.trim)
+        rows = [share.row() for share in shares]
+        scan.rows.extend(rows)
+        if tally is not None and (after_bucket is None or si_b32 > after_bucket):
+            tally.bucket(storage_index, rows, si_b32)
+    if tally is not None:
+        _take_tally(scan, tally)
     return scan
 
 
-def group_buckets(rows: list[IndexedShare], after_bucket: str | None
-                  ) -> list[tuple[bytes, list[IndexedShare]]]:
-    """Rows (in storage index order) grouped by storage index, after ``after_bucket``."""
-    grouped: dict[bytes, list[IndexedShare]] = {}
-    for row in rows:
-        grouped.setdefault(row.storage_index, []).append(row)
-    buckets = list(grouped.items())
-    if after_bucket is not None:
-        buckets = [(si, shares) for si, shares in buckets
-                   if paths.storage_index_to_b32(si) > after_bucket]
-    return buckets
+def _take_tally(scan: PrefixScan, tally: CycleTally) -> None:
+    scan.figures = tally.figures()
+    scan.delete = tally.delete
+    scan.trim = tally.trim
 
 
 def plan_from_index(reader: IndexReader, prefix: str, after_bucket: str | None, now: float,
@@ -182,13 +173,12 @@ def plan_from_index(reader: IndexReader, prefix: str, after_bucket: str | None, 
     """The lease checker's work on a prefix the index holds, from its rows alone: the
     cycle figures of the buckets after ``after_bucket`` and what to collect (no rows
     handed back: the index has them)."""
-    scan = PrefixScan(figures=empty_cycle())
-    for storage_index, shares in group_buckets(
-            reader.shares_in_prefix(prefix_value(prefix)), after_bucket):
-        plan = examine_bucket(shares, paths.storage_index_to_b32(storage_index),
-                              scan.figures, now, policy, enabled)
-        scan.delete.extend((storage_index, share.shnum) for share in plan.delete)
-        scan.trim.extend((storage_index, share.shnum) for share in plan.trim)
+    scan = PrefixScan()
+    tally = CycleTally(now, policy, enabled)
+    for storage_index, rows in bucket_rows(reader.rows_in_prefix(prefix_value(prefix))):
+        if after_bucket is None or paths.storage_index_to_b32(storage_index) > after_bucket:
+            tally.bucket(storage_index, rows)
+    _take_tally(scan, tally)
     return scan
 
 
