@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -20,10 +22,13 @@ from pathlib import Path
 import pytest
 
 from tahoe.storage import paths
+from tahoe.storage.bucket_locks import LOCK_NAME, BucketLocks
+from tahoe.storage.containers import open_container
+from tahoe.storage.disk import open_file
 from tahoe.storage.leases import ExpiryPolicy
-from tahoe.storage.share_index import ShareIndex, open_reader, prefix_value
-from tahoe.storage.share_scan import (WHOLE_READ, PrefixScan, ScanProcesses, plan_from_index,
-                                      scan_prefix_for_walk)
+from tahoe.storage.share_index import INDEX_NAME, ShareIndex, open_reader, prefix_value
+from tahoe.storage.share_scan import (PrefixScan, ScanProcesses, map_in_slices,
+                                      plan_from_index, scan_prefix_for_walk)
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 GENERATOR = REPOSITORY / "misc" / "bench" / "storage_population.py"
@@ -124,69 +129,117 @@ def test_a_failing_child_means_scanning_here(population: tuple[str, float],
         scanners.stop()
 
 
-@pytest.fixture(scope="module")
-def indexed(population: tuple[str, float], tmp_path_factory: pytest.TempPathFactory) -> str:
-    """An index of the population's rows (as the rebuild leaves it): its path."""
-    shares, now = population
-    path = str(tmp_path_factory.mktemp("index") / "share-index.sqlite")
-    index = ShareIndex(path)
+@pytest.fixture
+def indexed(population: tuple[str, float], tmp_path: Path) -> str:
+    """A copy of the population with its index (as the rebuild leaves it): the storage
+    directory."""
+    shares, _ = population
+    storage = tmp_path / "storage"
+    shutil.copytree(os.path.dirname(shares), storage)
+    index = ShareIndex(storage / INDEX_NAME)
     for prefix in paths.all_prefixes():
-        rows = scan_prefix_for_walk(*_args(population, prefix)).rows
+        rows = scan_prefix_for_walk(*_args((str(storage / paths.SHARES_DIR), 0), prefix)).rows
         index.replace_prefix(prefix_value(prefix), rows)
     index.close()
-    return path
+    return str(storage)
 
 
-def _read_so_far(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
-        if line.startswith("rchar:"):
-            return int(line.split()[1])
-    raise AssertionError("no rchar")
+def _collect_args(storage: str, prefix: str, now: float) -> tuple:
+    return (os.path.join(storage, INDEX_NAME), os.path.join(storage, LOCK_NAME), storage,
+            prefix, None, now, ExpiryPolicy("age"), True)
 
 
-def test_plan_from_the_index_in_a_child(population: tuple[str, float], indexed: str,
-                                        scanners: ScanProcesses) -> None:
-    """A child plans a prefix from the index as this process does (the same figures and
-    shares to collect as a scan of the files), and reads the files to collect before it
-    answers; a failing child answers None (the caller plans itself)."""
-    shares, now = population
-    storage = os.path.dirname(shares)
-    reader = open_reader(indexed)
-    policy = ExpiryPolicy("age")
-    planned = 0
-    for prefix in paths.all_prefixes()[:200]:
-        here = plan_from_index(reader, prefix, None, now, policy, True)
-        files = scan_prefix_for_walk(*_args(population, prefix))
-        # (the index orders buckets by storage index, the directory by name)
-        assert (here.figures, sorted(here.delete), sorted(here.trim)) == (
-            files.figures, sorted(files.delete), sorted(files.trim)), prefix
-        before = _read_so_far(_children(scanners)[0]) if _children(scanners) else 0
-        there = scanners.plan(indexed, storage, prefix, None, now, policy, True)
-        assert there is not None
-        assert (there.figures, there.delete, there.trim) == (here.figures, here.delete,
-                                                             here.trim), prefix
-        (pid,) = _children(scanners)[:1]
-        size = sum(min(WHOLE_READ, os.path.getsize(os.path.join(storage, paths.share_path(
-            si, shnum)))) for si, shnum in there.delete + there.trim)
-        assert _read_so_far(pid) - before >= size
-        planned += len(there.delete)
+def _leases(path: str) -> int:
+    with open_file(path) as file:
+        return len(open_container(file).lease_expirations())
+
+
+def test_collect_from_the_index_in_a_child(population: tuple[str, float], indexed: str,
+                                           scanners: ScanProcesses) -> None:
+    """A child examines a prefix's rows as this process does (the same figures) and
+    collects what they plan: the shares whose leases all expired are deleted, the
+    expired leases of the others trimmed, the rest left alone; it says what it did."""
+    _, now = population
+    reader = open_reader(os.path.join(indexed, INDEX_NAME))
+    deleted = trimmed = 0
+    for prefix in paths.all_prefixes():
+        plan = plan_from_index(reader, prefix, None, now, ExpiryPolicy("age"), True)
+        before = {(si, shnum): _leases(os.path.join(indexed, paths.share_path(si, shnum)))
+                  for si, shnum in plan.trim}
+        answer = scanners.collect(*_collect_args(indexed, prefix, now))
+        assert answer is not None and answer.figures == plan.figures, prefix
+        done = {(si, shnum): action for si, shnum, action in answer.collected}
+        assert done == {**{key: "deleted" for key in plan.delete},
+                        **{key: "trimmed" for key in plan.trim}}, prefix
+        for si, shnum in plan.delete:
+            assert not os.path.exists(os.path.join(indexed, paths.share_path(si, shnum)))
+        for (si, shnum), leases in before.items():
+            assert _leases(os.path.join(indexed, paths.share_path(si, shnum))) < leases
+        deleted += len(plan.delete)
+        trimmed += len(plan.trim)
     reader.connection.close()
-    assert planned > 20
+    assert deleted > 200 and trimmed > 0
+    left = sum(len(files) for _, _, files in os.walk(os.path.join(indexed, paths.SHARES_DIR)))
+    assert left == 600 - deleted
+
+
+def test_a_child_collects_only_under_the_bucket_lock(population: tuple[str, float],
+                                                     indexed: str,
+                                                     scanners: ScanProcesses) -> None:
+    """While this process holds a bucket's lock, the child cannot collect its share: it
+    answers only once the lock is let go, and then deletes it."""
+    _, now = population
+    reader = open_reader(os.path.join(indexed, INDEX_NAME))
+    prefix, plan = next((p, plan) for p in paths.all_prefixes()
+                        if (plan := plan_from_index(reader, p, None, now, ExpiryPolicy("age"),
+                                                    True)).delete)
+    reader.connection.close()
+    si, shnum = plan.delete[0]
+    path = os.path.join(indexed, paths.share_path(si, shnum))
+    locks = BucketLocks(os.path.join(indexed, LOCK_NAME))
+    try:
+        with ThreadPoolExecutor(1) as thread:
+            with locks.lock(si):
+                answer = thread.submit(scanners.collect, *_collect_args(indexed, prefix, now))
+                time.sleep(1.0)
+                assert not answer.done() and os.path.exists(path)
+            assert (si, shnum, "deleted") in answer.result(timeout=30).collected
+        assert not os.path.exists(path)
+    finally:
+        locks.close()
+
+
+def test_a_failing_child_collects_nothing(population: tuple[str, float], indexed: str) -> None:
+    """A child that cannot answer: ``collect`` says None (the node collects itself) and no
+    share is touched."""
+    _, now = population
     failing = ScanProcesses(processes=1, command=[sys.executable, "-c", "pass"])
     try:
-        assert failing.plan(indexed, storage, "aa", None, now, policy, True) is None
-        assert failing.plan(indexed, storage, "ab", None, now, policy, True) is None
+        assert failing.collect(*_collect_args(indexed, "aa", now)) is None
+        assert failing.collect(*_collect_args(indexed, "ab", now)) is None
         assert _children(failing) == []
     finally:
         failing.stop()
+    left = sum(len(files) for _, _, files in os.walk(os.path.join(indexed, paths.SHARES_DIR)))
+    assert left == 600
 
 
-def test_stopped_processes_refuse_calls(population: tuple[str, float]) -> None:
-    scanners = ScanProcesses(processes=1)
-    prefix = paths.all_prefixes()[0]
-    scanners(*_args(population, prefix))
-    (pid,) = _children(scanners)
-    scanners.stop()
-    assert not os.path.exists(f"/proc/{pid}")
-    with pytest.raises(RuntimeError, match="stopped"):
-        scanners(*_args(population, prefix))
+def test_map_in_slices_keeps_the_order_and_uses_one_task_a_slice() -> None:
+    threads_seen: set[str] = set()
+
+    def square(n: int) -> int:
+        threads_seen.add(threading.current_thread().name)
+        return n * n
+    with ThreadPoolExecutor(4, thread_name_prefix="slice") as executor:
+        submitted = []
+        original = executor.submit
+
+        def counting(*args: object, **kwargs: object) -> object:
+            submitted.append(1)
+            return original(*args, **kwargs)
+        executor.submit = counting  # type: ignore[method-assign]
+        assert map_in_slices(square, list(range(103)), executor) == [n * n for n in range(103)]
+        assert len(submitted) == 4 and all(name.startswith("slice") for name in threads_seen)
+        assert map_in_slices(square, [5], executor) == [25]
+        assert map_in_slices(square, [2, 3], executor) == [4, 9]
+    assert map_in_slices(square, [1, 2, 3], None) == [1, 4, 9]

@@ -26,6 +26,7 @@ from tahoe.storage.crawler import LeaseCheckingCrawler
 from tahoe.storage.disk import open_file
 from tahoe.storage.leases import LEASE_DURATION, ExpiryPolicy
 from tahoe.storage.server import StorageServer
+from tahoe.storage.share_scan import ScanProcesses
 from tests.shell.storage_support import assert_index_in_step, make_server, shares_on_disk
 from tests.support.storage_crash import CRASHED, WRITE_ENABLER
 
@@ -176,3 +177,36 @@ def test_a_crash_between_file_and_index_loses_no_live_share(tmp_path: Path, case
     clock.advance(checker.first_delay())
     assert checker.deleted_shares == 0
     assert set(shares_on_disk(root)) == after
+
+
+@pytest.mark.parametrize("crash_point", ["after-first-delete", "after-unlink-before-rmdir",
+                                         "after-lease-trim"])
+def test_a_scanning_process_dying_mid_collection_loses_no_live_share(
+        tmp_path: Path, crash_point: str) -> None:
+    """Garbage collection from a fresh index runs in the scanning processes: one that dies
+    part way through a collection (the node not told what it deleted) leaves no live share
+    deleted; the node collects the rest itself and brings the index in step."""
+    root = tmp_path / "storage"
+    _population(root)
+    clock = Clock()
+    clock.advance(NOW)
+    server = make_server(root, clock)
+    assert server.index.fresh
+    live_before = {key for key, row in shares_on_disk(root).items() if _live(row[-1])}
+    scanners = ScanProcesses(processes=1, command=[
+        sys.executable, str(REPOSITORY / "tests" / "support" / "scan_worker_crash.py"),
+        crash_point])
+    try:
+        checker = LeaseCheckingCrawler(root, clock, server.index, POLICY, True, slow_start=0,
+                                       scanner=scanners)
+        checker.start()
+        clock.advance(checker.first_delay())
+        assert checker.state["last-cycle-finished"] == 0
+        assert scanners._broken  # the child did die
+    finally:
+        scanners.stop()
+    assert set(shares_on_disk(root)) == live_before
+    assert_index_in_step(server)
+    assert _leases(root, MIXED, 0) == 1
+    buckets = {p.name for p in (root / paths.SHARES_DIR).glob("??/*") if p.name != "incoming"}
+    assert buckets == {paths.storage_index_to_b32(si) for si, _ in live_before}

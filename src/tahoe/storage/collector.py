@@ -1,29 +1,36 @@
 """Garbage collection's disk work: delete shares whose leases all expired, trim the others.
 
 The lease checker (:mod:`.crawler`) decides from index rows or from a scan
-(:mod:`.expirer`); these functions act, in its worker threads. A share's
-leases are read from its file under its bucket's lock before anything is
-removed: a lease renewed since the row was written keeps the share
+(:mod:`.expirer`); these functions act, in the node's worker threads or, from
+a fresh index, in its scanning processes (:func:`plan_and_collect`). A
+share's leases are read from its file under its bucket's lock
+(:mod:`.bucket_locks`, held across processes) before anything is removed: a
+lease renewed since the row was written keeps the share
 (``storage-protocol.md`` §5.5). A deleted share's emptied bucket directory
 goes too. The reactor thread then brings the index in step with the files.
 """
 from __future__ import annotations
 
+import contextlib
 import os
-from typing import Any
+import threading
+from concurrent.futures import Executor
+from typing import Any, ContextManager
 
 from attrs import frozen
 
-from . import disk
+from . import disk, paths
+from .bucket_locks import BucketLocks
 from .containers import open_container
 from .errors import ContainerError
 from .immutable_container import ImmutableContainer
-from .indexing import IndexKeeper
 from .leases import ExpiryPolicy
 from .randomaccess import MemoryFile
-from .share_scan import WHOLE_READ
+from .share_index import open_reader
+from .share_scan import WHOLE_READ, PrefixScan, map_in_slices, plan_from_index
 
-__all__ = ["Outcome", "collect_share", "delete_share_file", "remove_empty_bucket"]
+__all__ = ["Outcome", "collect_share", "delete_share_file", "plan_and_collect",
+           "remove_empty_bucket"]
 
 
 @frozen
@@ -36,14 +43,15 @@ class Outcome:
     action: str
 
 
-def collect_share(keeper: IndexKeeper, storage_index: bytes, shnum: int,
+def collect_share(lock: ContextManager[Any], path: str, key: tuple[bytes, int],
                   policy: ExpiryPolicy, now: float, delete: bool) -> Outcome:
-    """Under the share's bucket lock: read its leases again and remove those the policy
+    """Under the share's bucket ``lock``: read its leases again and remove those the policy
     finds expired; the share itself (and its bucket directory, if emptied) when none is
-    left and ``delete`` was planned."""
-    path = keeper.share_path(storage_index, shnum)
-    key = (storage_index, shnum)
-    with keeper.lock(storage_index):
+    left and ``delete`` was planned.
+
+    :param key: ``(storage index, share number)``.
+    """
+    with lock:
         return _collect(path, key, policy, now, delete)
 
 
@@ -54,7 +62,13 @@ def _collect(path: str, key: tuple[bytes, int], policy: ExpiryPolicy, now: float
     # Only a trim writes, and it goes through the file itself.
     try:
         fd = os.open(path, os.O_RDONLY)
-    except (FileNotFoundError, NotADirectoryError):
+    except FileNotFoundError:
+        if delete:
+            # gone already (a collection interrupted after its unlink): its emptied bucket
+            # directory goes now
+            disk.remove_empty_dirs(os.path.dirname(path))
+        return Outcome(*key, "kept")
+    except NotADirectoryError:
         return Outcome(*key, "kept")
     try:
         size = os.fstat(fd).st_size
@@ -108,12 +122,12 @@ def _delete(path: str, key: tuple[bytes, int], planned: bool) -> Outcome:
     return Outcome(*key, "deleted")
 
 
-def remove_empty_bucket(keeper: IndexKeeper, storage_index: bytes) -> None:
+def remove_empty_bucket(lock: ContextManager[Any], bucket_dir: str) -> None:
     """Remove a bucket directory if it holds nothing (left so by a stop between a share's
-    deletion and its directory's), under the bucket's lock, as an upload's close might be
-    filling it."""
-    with keeper.lock(storage_index):
-        disk.remove_empty_dirs(keeper.bucket_dir(storage_index))
+    deletion and its directory's), under the bucket's ``lock``, as an upload's close might
+    be filling it."""
+    with lock:
+        disk.remove_empty_dirs(bucket_dir)
 
 
 def delete_share_file(path: str) -> None:
@@ -121,3 +135,53 @@ def delete_share_file(path: str) -> None:
     holds the bucket's lock and has just read the share's leases from the file."""
     disk.remove_quietly(path)
     disk.remove_empty_dirs(os.path.dirname(path))  # fails quietly while anything is left
+
+
+# -- in a scanning process
+
+_readers = threading.local()
+_locks: dict[str, BucketLocks] = {}
+_locks_opening = threading.Lock()
+
+
+def plan_and_collect(index_path: str, lock_path: str, storage_dir: str, prefix: str,
+                     after_bucket: str | None, now: float, policy: ExpiryPolicy | None,
+                     enabled: bool, readers: Executor | None = None) -> PrefixScan:
+    """The lease checker's work on a prefix the index holds, done in a scanning process:
+    :func:`~.share_scan.plan_from_index` on the index file, then each share to collect
+    collected here (its file read again under its bucket's lock, held across processes),
+    many at once (``readers``) in the order of their bucket directories' inodes.
+
+    Returns the figures, and in ``collected`` what changed, ``(storage index, share
+    number, "deleted" or "trimmed")``: the node brings those rows in step.
+    """
+    reader = getattr(_readers, index_path, None)
+    if reader is None:
+        reader = open_reader(index_path)
+        setattr(_readers, index_path, reader)
+    scan = plan_from_index(reader, prefix, after_bucket, now, policy, enabled)
+    jobs = [(si, shnum, True) for si, shnum in scan.delete]
+    jobs += [(si, shnum, False) for si, shnum in scan.trim]
+    scan.collected = []
+    if not jobs or policy is None:
+        return scan
+    with _locks_opening:
+        locks = _locks.get(lock_path)
+        if locks is None:  # opened once, kept: closing it would drop this process's locks
+            locks = _locks[lock_path] = BucketLocks(lock_path)
+    prefix_dir = os.path.join(storage_dir, paths.SHARES_DIR, prefix)
+    inodes: dict[str, int] = {}
+    with contextlib.suppress(OSError), os.scandir(prefix_dir) as entries:
+        inodes = {entry.name: entry.inode() for entry in entries}
+    named = sorted(((paths.storage_index_to_b32(si), si, shnum, delete)
+                    for si, shnum, delete in jobs), key=lambda job: inodes.get(job[0], 0))
+
+    def collect(job: tuple[str, bytes, int, bool]) -> Outcome:
+        name, si, shnum, delete = job
+        return collect_share(locks.lock(si), f"{prefix_dir}/{name}/{shnum}", (si, shnum),
+                             policy, now, delete)  # type: ignore[arg-type]
+    scan.collected = [(outcome.storage_index, outcome.shnum, outcome.action)
+                      for outcome in map_in_slices(collect, named, readers)
+                      if outcome.action != "kept"]
+    scan.delete, scan.trim = [], []  # (the node needs only what was done)
+    return scan

@@ -390,11 +390,9 @@ class LeaseCheckingCrawler(ShareCrawler):
     #: node's threads mostly wait for the scanning processes, which read ahead while the
     #: node collects, one prefix at a time (:attr:`parallel` from the index).
     parallel_scans = 8
-    #: Prefixes under way at once from the index: their rows are examined and the files
-    #: to collect read ahead by the scanning processes (no work for the node's interpreter),
-    #: while at most :attr:`collecting_from_index` of them are collected in the node.
+    #: Prefixes under way at once from the index: the scanning processes examine their
+    #: rows and collect (no work for the node's interpreter but the index's rows).
     parallel_from_index = 4
-    collecting_from_index = 2
 
     def __init__(self, storage_dir: str | os.PathLike[str], clock: Any, keeper: IndexKeeper,
                  policy: ExpiryPolicy, enabled: bool, run_in_thread: RunInThread = run_here,
@@ -411,10 +409,10 @@ class LeaseCheckingCrawler(ShareCrawler):
         #: :meth:`walked` lets rest).
         self.scanner = scanner
         self._collecting = threading.Lock()
-        self._collecting_from_index = threading.BoundedSemaphore(self.collecting_from_index)
         self.policy = policy
         self.enabled = enabled
         self.history_path = self.storage_dir / self.history_name
+        self._history: tuple[tuple[int, int, int], dict[str, Any]] | None = None
         #: shares deleted since start (the statistics' share counts watch it).
         self.deleted_shares = 0
         # an index that falls out of step is rebuilt by the next walk: start it now
@@ -447,19 +445,24 @@ class LeaseCheckingCrawler(ShareCrawler):
         outcome = PrefixOutcome(crawl_state.empty_cycle() if job.counts else None)
         if not job.counts:
             return outcome
-        plan = getattr(self.scanner, "plan", None)
-        # The scanning processes examine the rows (pure Python: outside the node's
-        # interpreter lock) and read the files to collect first, many at once: the
-        # collectors' reads under the bucket locks are then warm.
-        scan = plan(self.keeper.index.path, str(self.storage_dir), job.prefix,
-                    job.after_bucket, now, self.policy, self.enabled) if plan else None
-        if scan is None:
+        collect = getattr(self.scanner, "collect", None)
+        # The scanning processes examine the rows and collect (outside the node's
+        # interpreter lock, under the bucket locks they share with the node).
+        scan = collect(self.keeper.index.path, self.keeper.locks.path, str(self.storage_dir),
+                       job.prefix, job.after_bucket, now, self.policy,
+                       self.enabled) if collect else None
+        if scan is not None and scan.collected is not None:
+            done = [Outcome(*collected) for collected in scan.collected]
+            outcome.changed = [(d.storage_index, d.shnum) for d in done]
+        else:
             scan = plan_from_index(self.keeper.index.reader(), job.prefix, job.after_bucket,
                                    now, self.policy, self.enabled)
-        outcome.figures = scan.figures
-        with self._collecting_from_index:
             done = self._collect(scan.delete, scan.trim, now, self.collectors)
-        outcome.changed = [(d.storage_index, d.shnum) for d in done]
+            # (a scanning process that failed may have collected some of them before it
+            # could say so: then every one is read again)
+            outcome.changed = (scan.delete + scan.trim if collect else
+                               [(d.storage_index, d.shnum) for d in done])
+        outcome.figures = scan.figures
         outcome.deleted = _deletions(done)
         return outcome
 
@@ -472,7 +475,8 @@ class LeaseCheckingCrawler(ShareCrawler):
             done = self._collect(scan.delete, scan.trim, now)
             if self.enabled:
                 for storage_index in scan.empty:
-                    remove_empty_bucket(self.keeper, storage_index)
+                    remove_empty_bucket(self.keeper.lock(storage_index),
+                                        self.keeper.bucket_dir(storage_index))
         rows = scan.rows
         if done:
             # the rows of what was collected as the files are now: none for a deleted share,
@@ -493,8 +497,13 @@ class LeaseCheckingCrawler(ShareCrawler):
         given; what was deleted or trimmed. (A rebuilding walk collects one share after the
         other: the files were just read, and threads would only compete for the
         interpreter.)"""
+        keeper = self.keeper
+
         def collect(job: tuple[bytes, int, bool]) -> Outcome:
-            return collect_share(self.keeper, job[0], job[1], self.policy, now, job[2])
+            storage_index, shnum, delete = job
+            return collect_share(keeper.lock(storage_index),
+                                 keeper.share_path(storage_index, shnum), (storage_index, shnum),
+                                 self.policy, now, delete)
         jobs = [(si, shnum, True) for si, shnum in delete]
         jobs += [(si, shnum, False) for si, shnum in trim]
         run = collectors.map if collectors is not None and len(jobs) > 1 else map

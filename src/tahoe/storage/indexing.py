@@ -21,15 +21,15 @@ first walk (:mod:`.crawler`), prefix by prefix in worker threads, while the
 server answers requests from the files. Changes the server makes to a
 prefix while it is being scanned are read again once its rows are in.
 
-Mutating a share file takes the lock of its prefix (:meth:`IndexKeeper.lock`):
-the server's operations (on the reactor thread) and garbage collection (in
-worker threads) never change the same share at once.
+Mutating a share file takes the lock of its bucket (:meth:`IndexKeeper.lock`,
+:mod:`.bucket_locks`): the server's operations (on the reactor thread) and
+garbage collection (in worker threads, or in the node's scanning processes)
+never change the same share at once.
 """
 from __future__ import annotations
 
 import hashlib
 import os
-import threading
 import sqlite3
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -38,13 +38,11 @@ from typing import Any
 from twisted.logger import Logger
 
 from . import paths
+from .bucket_locks import LOCK_NAME, BucketLocks, StripeLock
 from .share_index import INDEX_NAME, IndexedShare, ShareIndex, prefix_number
 from .share_scan import scan_share
 
 PREFIXES = 1024
-#: Locks for share changes, each for the storage indexes whose hash falls on it: changes
-#: to one bucket are one after the other, different buckets mostly in parallel.
-LOCK_STRIPES = 4096
 
 
 class IndexKeeper:
@@ -64,7 +62,8 @@ class IndexKeeper:
         self.index = _open_index(Path(index_path or self.storage_dir / INDEX_NAME))
         #: Called (no arguments) when the index stops being trusted while running.
         self.stale_listeners: list[Callable[[], None]] = []
-        self._locks = [threading.Lock() for _ in range(LOCK_STRIPES)]
+        #: The bucket locks, shared with the scanning processes through their lock file.
+        self.locks = BucketLocks(self.storage_dir / LOCK_NAME)
         self._scanned: set[int] = set()
         self._touched: dict[int, set[tuple[bytes, int]]] = {}
         self.fresh = self._was_left_fresh()
@@ -184,12 +183,13 @@ class IndexKeeper:
                 self._log.warn("share index not saved ({error}): rebuilt at the next start",
                                error=str(error))
         index.close()
+        self.locks.close()
 
     # -- changes
 
-    def lock(self, storage_index: bytes) -> threading.Lock:
+    def lock(self, storage_index: bytes) -> StripeLock:
         """The lock to hold while changing a share file of ``storage_index``."""
-        return self._locks[hash(storage_index) % LOCK_STRIPES]
+        return self.locks.lock(storage_index)
 
     def bucket_dir(self, storage_index: bytes) -> str:
         """The directory of a storage index's final shares."""

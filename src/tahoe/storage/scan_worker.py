@@ -1,16 +1,19 @@
 """The node's share-scanning process: ``python -m tahoe.storage.scan_worker``.
 
 Started by :class:`~tahoe.storage.share_scan.ScanProcesses` while the lease
-checker rebuilds the share index, or plans garbage collection from the
-index (its rows examined, the files to collect read ahead). Reads requests
+checker rebuilds the share index, or collects garbage from the index (its
+rows examined, the shares to collect read and collected under their bucket
+locks, which this process shares with the node). Reads requests
 (``("scan", arguments of`` :func:`~tahoe.storage.share_scan.scan_prefix_for_walk`
-``)`` or ``("plan", arguments of`` :func:`~tahoe.storage.share_scan.plan_and_warm`
+``)`` or ``("collect", arguments of`` :func:`~tahoe.storage.collector.plan_and_collect`
 ``)``) from stdin and writes each answer, or the exception it raised, to stdout, as
 length-prefixed pickles, in the order of the requests; ends at the end of
 its input, once every answer is written. Up to :data:`AHEAD` prefixes are
 scanned at once, sharing :data:`READERS` reader threads, so that the readers
 do not wait for the last buckets of one prefix before starting the next. It
-only reads share files and the index. Speaks only with the node that started it.
+reads share files and the index, and deletes or trims only the shares the
+index names as expired after reading their leases again. Speaks only with
+the node that started it.
 """
 from __future__ import annotations
 
@@ -21,15 +24,16 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, BinaryIO
 
-from .share_scan import plan_and_warm, read_message, scan_prefix_for_walk, write_message
+from .collector import plan_and_collect
+from .share_scan import SLICES, read_message, scan_prefix_for_walk, write_message
 
 #: Buckets read at once (a cold disk serves parallel reads much faster than serial ones;
 #: the node runs several of these processes).
-READERS = 4
+READERS = SLICES
 #: Prefixes scanned at once (requests the node has sent ahead).
 AHEAD = 2
 #: What a request may ask: ``(kind, args)``.
-WORK = {"scan": scan_prefix_for_walk, "plan": plan_and_warm}
+WORK = {"scan": scan_prefix_for_walk, "collect": plan_and_collect}
 #: Added to the node's niceness: scanning takes what CPU the node leaves.
 NICENESS = 10
 

@@ -17,7 +17,8 @@ import subprocess
 import sys
 import threading
 from concurrent.futures import Executor, Future
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from attrs import define, field
 from twisted.logger import Logger
@@ -29,8 +30,10 @@ from .containers import open_container
 from .errors import ContainerError
 from .immutable_container import ImmutableContainer
 from .randomaccess import MemoryFile, RandomAccessFile
-from .share_index import (CORRUPT, IMMUTABLE, MUTABLE, IndexedShare, IndexReader, open_reader,
-                          prefix_value)
+from .share_index import CORRUPT, IMMUTABLE, MUTABLE, IndexedShare, IndexReader, prefix_value
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 def disk_bytes(path: str) -> int:
@@ -101,6 +104,26 @@ def scan_bucket(bucket: str, storage_index: bytes) -> list[IndexedShare]:
     return shares
 
 
+#: Slices a list of reads is cut into for the reader threads (:func:`map_in_slices`).
+SLICES = 4
+
+
+def map_in_slices(function: Callable[[T], R], items: Sequence[T],
+                  executor: Executor | None, slices: int = SLICES) -> list[R]:
+    """``[function(item) for item in items]``, the items dealt into ``slices`` interleaved
+    slices run at once by ``executor`` (one task a slice: a task of its own for each
+    short read cost the scanning processes more of their interpreter than the reads)."""
+    if executor is None or len(items) < 2:
+        return [function(item) for item in items]
+    count = min(slices, len(items))
+    done = executor.map(lambda part: [function(item) for item in part],
+                        [items[start::count] for start in range(count)])
+    results: list[R] = [None] * len(items)  # type: ignore[list-item]
+    for start, part in enumerate(done):
+        results[start::count] = part
+    return results
+
+
 @define
 class PrefixScan:
     """What reading one prefix directory's share files found.
@@ -111,6 +134,9 @@ class PrefixScan:
     :ivar trim: shares with some expired leases (to trim, if enabled).
     :ivar empty: buckets (storage indexes) whose directory holds no share (garbage
         collection stopped between a delete and its ``rmdir``?).
+    :ivar collected: where the scanning process also collected
+        (:func:`~.collector.plan_and_collect`): ``(storage index, share number, action)``
+        of each share it deleted or trimmed.
     """
 
     rows: list[tuple[Any, ...]] = field(factory=list)
@@ -118,6 +144,7 @@ class PrefixScan:
     delete: list[tuple[bytes, int]] = field(factory=list)
     trim: list[tuple[bytes, int]] = field(factory=list)
     empty: list[bytes] = field(factory=list)
+    collected: list[Any] | None = None
 
 
 def scan_prefix_for_walk(shares_dir: str, prefix: str, counts: bool, after_bucket: str | None,
@@ -148,8 +175,8 @@ def scan_prefix_for_walk(shares_dir: str, prefix: str, counts: bool, after_bucke
 
     def read(bucket: tuple[str, bytes]) -> list[IndexedShare]:
         return scan_bucket(os.path.join(prefix_dir, bucket[0]), bucket[1])
-    read_all = readers.map(read, buckets) if readers is not None else map(read, buckets)
-    found = sorted(zip(buckets, read_all), key=lambda item: item[0][0])
+    found = sorted(zip(buckets, map_in_slices(read, buckets, readers)),
+                   key=lambda item: item[0][0])
     for (si_b32, storage_index), shares in found:
         if not shares:
             scan.empty.append(storage_index)
@@ -180,55 +207,6 @@ def plan_from_index(reader: IndexReader, prefix: str, after_bucket: str | None, 
             tally.bucket(storage_index, rows)
     _take_tally(scan, tally)
     return scan
-
-
-_index_readers = threading.local()
-
-
-def plan_and_warm(index_path: str, storage_dir: str, prefix: str, after_bucket: str | None,
-                  now: float, policy: ExpiryPolicy | None, enabled: bool,
-                  readers: Executor | None = None) -> PrefixScan:
-    """:func:`plan_from_index` on the index file (a connection per thread, kept), then
-    :func:`warm_files` on the shares to collect: the scanning processes' share of
-    garbage collection from the index (the node then collects, each file read again
-    under its bucket's lock, from the page cache)."""
-    reader = getattr(_index_readers, index_path, None)
-    if reader is None:
-        reader = open_reader(index_path)
-        setattr(_index_readers, index_path, reader)
-    scan = plan_from_index(reader, prefix, after_bucket, now, policy, enabled)
-    collect = scan.delete + scan.trim
-    if collect:
-        # in the order of the bucket directories' inodes (the files' inodes are allocated
-        # near their directory's): neighbours on disk, fewer seeks
-        inodes: dict[str, int] = {}
-        with contextlib.suppress(OSError), \
-                os.scandir(os.path.join(storage_dir, paths.SHARES_DIR, prefix)) as entries:
-            inodes = {entry.name: entry.inode() for entry in entries}
-        named = [(paths.storage_index_to_b32(si), shnum) for si, shnum in collect]
-        named.sort(key=lambda share: inodes.get(share[0], 0))
-        warm_files([os.path.join(storage_dir, paths.SHARES_DIR, prefix, name, str(shnum))
-                    for name, shnum in named], readers)
-    return scan
-
-
-def warm_files(paths: list[str], readers: Executor | None = None) -> int:
-    """Read the start of each file (what :mod:`.collector` reads), several at once, so that
-    reading them again soon costs no disk read; how many were read. Missing files are
-    skipped."""
-    def warm(path: str) -> bool:
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except OSError:
-            return False
-        try:
-            os.pread(fd, WHOLE_READ, 0)
-        except OSError:
-            return False
-        finally:
-            os.close(fd)
-        return True
-    return sum(readers.map(warm, paths) if readers is not None else map(warm, paths))
 
 
 class ScanProcesses:
@@ -271,11 +249,11 @@ class ScanProcesses:
             return answer  # type: ignore[no-any-return]
         return scan_prefix_for_walk(*args)
 
-    def plan(self, *args: Any) -> PrefixScan | None:
-        """:func:`plan_and_warm` in a child; None if the children failed (the caller
-        plans in its own process)."""
+    def collect(self, *args: Any) -> PrefixScan | None:
+        """:func:`~.collector.plan_and_collect` in a child; None if the children failed
+        (the caller plans and collects in its own process)."""
         try:
-            answer = self._ask(("plan", args)).result()
+            answer = self._ask(("collect", args)).result()
         except _ChildFailed as failure:
             self._fail(failure.__cause__)
             return None
