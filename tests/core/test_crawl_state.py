@@ -39,9 +39,9 @@ def test_resume_after_the_last_complete_prefix() -> None:
 
 def test_bucket_count_keeps_only_the_finished_cycle() -> None:
     state = cs.new_state()
-    cs.count_prefix(state, 0, "aa", ["aa1", "aa2"])
-    cs.count_prefix(state, 1, "aa", ["aa1"])
-    cs.count_prefix(state, 1, "ab", [])
+    cs.count_prefix(state, 0, "aa", 2, "aa1")
+    cs.count_prefix(state, 1, "aa", 1, "aa1")
+    cs.count_prefix(state, 1, "ab", 0, None)
     assert cs.bucket_count_done(state, 1) == 1
     assert state["bucket-counts"] == {"1": {"aa": 1, "ab": 0}}
     assert state["storage-index-samples"] == {"aa": [1, ["aa1"]]}

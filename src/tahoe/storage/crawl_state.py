@@ -122,12 +122,14 @@ def finish_cycle(state: dict[str, Any], cycle: int) -> None:
 # the bucket counter
 
 
-def count_prefix(state: dict[str, Any], cycle: int, prefix: str, buckets: list[str]) -> None:
-    """Record the buckets (storage indexes) found in ``prefix`` during ``cycle``."""
+def count_prefix(state: dict[str, Any], cycle: int, prefix: str, buckets: int,
+                 sample: str | None) -> None:
+    """Record how many buckets (storage indexes) ``prefix`` held during ``cycle``, and the
+    name of one of them (``None`` if there were none)."""
     counts = state.setdefault("bucket-counts", {})
-    counts.setdefault(str(cycle), {})[prefix] = len(buckets)
-    if buckets:
-        state.setdefault("storage-index-samples", {})[prefix] = [cycle, buckets[:1]]
+    counts.setdefault(str(cycle), {})[prefix] = buckets
+    if sample is not None:
+        state.setdefault("storage-index-samples", {})[prefix] = [cycle, [sample]]
 
 
 def bucket_count_done(state: dict[str, Any], cycle: int) -> int:

@@ -332,19 +332,22 @@ class BucketCountingCrawler(ShareCrawler):
         self._state.setdefault("storage-index-samples", {})
         self._state.setdefault("last-complete-bucket-count", None)
 
-    def work_prefix(self, job: PrefixJob, now: float) -> list[str]:
+    def work_prefix(self, job: PrefixJob, now: float) -> tuple[int, str | None]:
+        """The prefix's bucket count and a sample bucket name: one query of a fresh index
+        (its smallest storage index), else a listing (its first name)."""
         if _indexed(self.keeper, job.prefix):
-            reader = self.keeper.index.reader()
-            return [paths.storage_index_to_b32(si)
-                    for si in reader.buckets_of_prefix(prefix_value(job.prefix))]
+            count, first = self.keeper.index.reader().bucket_count_and_first(
+                prefix_value(job.prefix))
+            return count, None if first is None else paths.storage_index_to_b32(first)
         try:
-            return sorted(os.listdir(self.shares_dir / job.prefix))
+            names = sorted(os.listdir(self.shares_dir / job.prefix))
         except (FileNotFoundError, NotADirectoryError):
-            return []
+            names = []
+        return len(names), names[0] if names else None
 
-    def apply_prefix(self, cycle: int, job: PrefixJob, result: list[str]) -> None:
+    def apply_prefix(self, cycle: int, job: PrefixJob, result: tuple[int, str | None]) -> None:
         if job.counts:
-            crawl_state.count_prefix(self._state, cycle, job.prefix, result)
+            crawl_state.count_prefix(self._state, cycle, job.prefix, *result)
 
     def finished_cycle(self, cycle: int) -> None:
         crawl_state.bucket_count_done(self._state, cycle)
@@ -542,12 +545,23 @@ class LeaseCheckingCrawler(ShareCrawler):
             rest()
 
     def history(self) -> dict[str, Any]:
-        """The saved history of finished cycles (cycle number as text -> figures)."""
+        """The saved history of finished cycles (cycle number as text -> figures); read
+        again only when the file changed (``/storage`` asks for it at every request).
+        Not to be changed by the caller."""
+        try:
+            stat = os.stat(self.history_path)
+        except OSError:
+            return {}
+        version = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+        if self._history is not None and self._history[0] == version:
+            return self._history[1]
         try:
             history = json.loads(self.history_path.read_text("utf-8"))
         except (OSError, ValueError):
             return {}
-        return history if isinstance(history, dict) else {}
+        history = history if isinstance(history, dict) else {}
+        self._history = (version, history)
+        return history
 
 
 def _deletions(done: list[Outcome]) -> int:

@@ -192,17 +192,17 @@ class IndexReader:
             f"SELECT {_COLUMNS} FROM shares WHERE si >= ? AND si < ? ORDER BY si, shnum",
             _prefix_range(prefix)).fetchall()
 
-    def buckets_of_prefix(self, prefix: int) -> list[bytes]:
-        """The storage indexes with a share under one prefix directory, in order."""
-        return [bytes(si) for (si,) in self._connection.execute(
-            "SELECT DISTINCT si FROM shares WHERE si >= ? AND si < ? ORDER BY si",
-            _prefix_range(prefix))]
-
     def buckets_in_prefix(self, prefix: int) -> int:
         """How many storage indexes have a share under one prefix directory."""
-        return self._connection.execute(
-            "SELECT count(DISTINCT si) FROM shares WHERE si >= ? AND si < ?",
-            _prefix_range(prefix)).fetchone()[0]
+        return self.bucket_count_and_first(prefix)[0]
+
+    def bucket_count_and_first(self, prefix: int) -> tuple[int, bytes | None]:
+        """How many storage indexes have a share under one prefix directory, and the
+        smallest of them (None if none)."""
+        count, first = self._connection.execute(
+            "SELECT count(DISTINCT si), min(si) FROM shares WHERE si >= ? AND si < ?",
+            _prefix_range(prefix)).fetchone()
+        return count, None if first is None else bytes(first)
 
 
 def open_reader(path: str | os.PathLike[str]) -> IndexReader:

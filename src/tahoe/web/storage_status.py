@@ -8,7 +8,6 @@ the same for people. A node without a storage server says so (404).
 """
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -31,14 +30,15 @@ NO_SERVER = "No storage server is running on this node."
 def lease_checker_json(checker: LeaseCheckingCrawler) -> dict[str, Any]:
     """The lease checker's state as Tahoe shows it: with ``history``, and
     ``cycle-to-date`` (lease ages as ``[min, max, count]``) only during a cycle."""
-    state = copy.deepcopy(checker.state)
+    # (copies only where this changes something: the caller serializes it at once)
+    state = dict(checker.state)
     state["history"] = checker.history()
     cycle_data = state.pop("cycle-to-date", None)
     if state.get("current-cycle") is not None and cycle_data is not None:
         ages = sorted((tuple(int(x) for x in key.split(",")), count)
                       for key, count in cycle_data.get("lease-age-histogram", {}).items())
-        cycle_data["lease-age-histogram"] = [[lo, hi, count] for (lo, hi), count in ages]
-        state["cycle-to-date"] = cycle_data
+        state["cycle-to-date"] = {**cycle_data, "lease-age-histogram": [
+            [lo, hi, count] for (lo, hi), count in ages]}
     return state
 
 
@@ -167,7 +167,7 @@ class StorageStatusResource(resource.Resource):
         stats = (await self._stats())["stats"]
         document = {
             "stats": {k: v for k, v in sorted(stats.items()) if k.startswith("storage_server.")},
-            "bucket-counter": copy.deepcopy(counter.state),
+            "bucket-counter": counter.state,  # serialized before anything can change it
             "lease-checker": lease_checker_json(checker),
             "lease-checker-progress": progress_json(checker, self._clock.seconds()),
         }
