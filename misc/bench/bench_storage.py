@@ -24,7 +24,12 @@ shares) becomes the storage directory of one of our nodes, run as a separate
    own work is timed; its default rate, 10 % of a core, makes it ten times
    longer, after a 6-minute slow start);
 5. the layout knob: bucket directories per prefix directory at 1 M and 10 M
-   shares, and what a lookup and a delete cost at each.
+   shares, and what a lookup and a delete cost at each;
+6. as root, controls on the same files in the same run: the disk work of a
+   rebuild done plainly (list every bucket, read the start of every share,
+   16 threads, cold) and of the collection from the index (read the start of
+   each share it will delete, 16 threads, cold), so that the cycles are
+   stated as ratios to what this machine's disk gives that day.
 
 As root the populations go on a fresh ext4 file system in a loop file
 (``--image``, mounted for the run; the machine's root file system is mounted
@@ -50,6 +55,7 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +67,9 @@ from twisted.internet.task import Clock  # noqa: E402
 
 from tahoe.storage import paths  # noqa: E402
 from tahoe.storage.server import StorageServer  # noqa: E402
-from tahoe.storage.share_index import IMMUTABLE  # noqa: E402
+from tahoe.storage.leases import ExpiryPolicy  # noqa: E402
+from tahoe.storage.share_index import IMMUTABLE, INDEX_NAME, open_reader  # noqa: E402
+from tahoe.storage.share_scan import WHOLE_READ  # noqa: E402
 from tahoe.util.furl import parse_furl  # noqa: E402
 from tests.support.nodes import TahoeTool, edit_tahoe_cfg, our_tahoe  # noqa: E402
 from tests.support.ournodes import create_storage_node  # noqa: E402
@@ -162,6 +170,87 @@ def percentiles(samples: list[float]) -> dict[str, float | int]:
     return {"n": len(ordered), "p50_ms": at(0.5), "p99_ms": at(0.99), "max_ms": at(1.0)}
 
 
+# -- controls: the same disk work done plainly, in the same run
+
+
+#: Threads of the controls (a cold disk serves parallel reads faster than serial ones).
+CONTROL_THREADS = 16
+
+
+def _read_start(path: str) -> None:
+    """What the collector and the rebuild read of a share: its start, in one call."""
+    with contextlib.suppress(FileNotFoundError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.pread(fd, WHOLE_READ, 0)
+        finally:
+            os.close(fd)
+
+
+def _buckets_in_inode_order(prefix_dir: str) -> list[str]:
+    try:
+        with os.scandir(prefix_dir) as entries:
+            found = [(entry.inode(), entry.path) for entry in entries]
+    except FileNotFoundError:
+        return []
+    return [path for _, path in sorted(found)]
+
+
+def _timed_cold(work: Callable[[ThreadPoolExecutor], int]) -> dict[str, Any]:
+    drop_caches()
+    before = disk_reads()[1]
+    started = time.perf_counter()
+    with ThreadPoolExecutor(CONTROL_THREADS) as pool:
+        files = work(pool)
+    return {"s": round(time.perf_counter() - started, 2), "files": files,
+            "device_reads": disk_reads()[1] - before, "threads": CONTROL_THREADS}
+
+
+def control_read_all(storage: Path) -> dict[str, Any]:
+    """The floor of a rebuild: list every bucket and read the start of every share file,
+    cold, 16 buckets at a time, each prefix's buckets in inode order; no parsing, no
+    index, no deletes."""
+    shares = storage / paths.SHARES_DIR
+
+    def read_bucket(bucket: str) -> int:
+        names = os.listdir(bucket)
+        for name in names:
+            _read_start(os.path.join(bucket, name))
+        return len(names)
+
+    def work(pool: ThreadPoolExecutor) -> int:
+        buckets = (bucket for prefix in paths.all_prefixes()
+                   for bucket in _buckets_in_inode_order(str(shares / prefix)))
+        return sum(pool.map(read_bucket, buckets, chunksize=1))
+    return _timed_cold(work)
+
+
+def control_read_expired(storage: Path, policy: ExpiryPolicy, now: float) -> dict[str, Any]:
+    """The floor of a collection from the index under ``policy``: read the start of every
+    share it will delete (those whose leases all expired: found in the index, untimed),
+    cold, 16 at a time, each prefix's in its buckets' inode order; no deletes."""
+    reader = open_reader(storage / INDEX_NAME)
+    try:
+        doomed: dict[str, list[str]] = {}
+        for share in reader.all_shares():
+            if all(policy.expired(e, now) for e in share.expirations):
+                path = paths.share_path(share.storage_index, share.shnum)
+                doomed.setdefault(path.split("/")[1], []).append(str(storage / path))
+    finally:
+        reader.connection.close()
+    shares = storage / paths.SHARES_DIR
+
+    def work(pool: ThreadPoolExecutor) -> int:
+        files = []
+        for prefix, paths_ in sorted(doomed.items()):
+            order = {bucket: i for i, bucket in enumerate(
+                _buckets_in_inode_order(str(shares / prefix)))}
+            files += sorted(paths_, key=lambda p: order.get(os.path.dirname(p), 0))
+        list(pool.map(_read_start, files))
+        return len(files)
+    return _timed_cold(work)
+
+
 # -- requests to a running node
 
 
@@ -253,6 +342,8 @@ def run_scale(base: Path, scale: int, tool: TahoeTool, processes: ProcessSet,
     result["population"] = population
     hits = _some_buckets(storage, 500)
     edit_tahoe_cfg(basedir, {"storage": {"expire.enabled": "true", "expire.mode": "age"}})
+    if is_root():
+        result["control_read_all"] = control_read_all(storage)
 
     # 1. first start on a directory never indexed
     cold = drop_caches()
@@ -263,8 +354,15 @@ def run_scale(base: Path, scale: int, tool: TahoeTool, processes: ProcessSet,
     result["first_gc_deleted_expected"] = deleted
     # 2. again, with the index, collecting by cutoff date
     cutoff = datetime.datetime.fromtimestamp(population["now"] - 10 * DAY, datetime.UTC)
+    cutoff_day = cutoff.strftime("%Y-%m-%d")
     edit_tahoe_cfg(basedir, {"storage": {"expire.mode": "cutoff-date",
-                                         "expire.cutoff_date": cutoff.strftime("%Y-%m-%d")}})
+                                         "expire.cutoff_date": cutoff_day}})
+    if is_root():
+        midnight = datetime.datetime.strptime(cutoff_day, "%Y-%m-%d").replace(
+            tzinfo=datetime.UTC)
+        result["control_read_expired"] = control_read_expired(
+            storage, ExpiryPolicy("cutoff-date", cutoff_date=int(midnight.timestamp())),
+            time.time())
     drop_caches()
     second = _run_node(tool, basedir, processes, hits, cycle=1, timeout=args.gc_timeout)
     result["indexed_start"] = second
@@ -531,6 +629,15 @@ def report(results: dict[str, Any]) -> str:
             round(r["index_bytes"] / 1e6, 1))))
     lines.append("")
     for r in results["scales"]:
+        for control, run in (("control_read_all", "first_start"),
+                             ("control_read_expired", "indexed_start")):
+            if control in r:
+                c = r[control]
+                lines.append(f"{r['shares']:>8} {control}: {c['s']} s, {c['files']} files, "
+                             f"{c['device_reads']} device reads; {run} cycle "
+                             f"{r[run]['cycle_s']} s = {r[run]['cycle_s'] / c['s']:.2f}x")
+    lines.append("")
+    for r in results["scales"]:
         for name, entry in r["lookups"].items():
             cold = entry.get("cold", {})
             lines.append(f"{r['shares']:>8} {name:<26} warm p50 {entry['warm']['p50_ms']} ms "
@@ -554,7 +661,12 @@ def check_targets(results: dict[str, Any]) -> dict[str, Any]:
     index_pages = top["lookups"]["index_lookup_hit"].get("cold_disk_reads", {}).get("p50")
     page_ms = max(top["indexed_start"]["at_rest"][name]["p50_ms"]
                   for name in ("statistics", "storage"))
+    ratios = {f"{run}_vs_{control}": round(top[run]["cycle_s"] / top[control]["s"], 2)
+              for control, run in (("control_read_all", "first_start"),
+                                   ("control_read_expired", "indexed_start"))
+              if control in top}
     return {
+        **ratios,
         "scale": top["shares"],
         "first_gc_s": [top["first_start"]["from_node_start_s"], TARGETS["first_gc_s"]],
         "indexed_gc_s": [top["indexed_start"]["cycle_s"], TARGETS["indexed_gc_s"]],
