@@ -10,9 +10,12 @@ every file and rebuilds the index as it goes).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
+import subprocess
+from collections.abc import Iterator
 from io import StringIO
 from pathlib import Path
 
@@ -176,6 +179,36 @@ def test_lease_checker_expires_leases_and_deletes_unleased_shares(root: Path, cl
     assert history["0"]["leases-per-share-histogram"] == {"1": 7, "2": 2}
     assert checker.deleted_shares == 5
     assert sum(count for _, _, count in history["0"]["lease-age-histogram"]) == 11
+
+
+@contextlib.contextmanager
+def _undeletable(path: Path) -> Iterator[None]:
+    """The file cannot be deleted, not even by root, while this lasts (ext4's immutable
+    attribute)."""
+    subprocess.run(["chattr", "+i", str(path)], check=True)
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+def test_a_share_the_disk_refuses_to_delete_stays_and_stays_indexed(
+        root: Path, clock: Clock, mode: str) -> None:
+    """A deletion the disk refuses fails that share alone: it stays, its row says what its
+    file holds, the other expired shares go, and the next cycle collects it."""
+    server = make_server(root, clock)
+    stuck, *others = [_immutable(server, n) for n in range(4)]
+    clock.advance(LEASE_DURATION + DAY)
+    checker = _checker(root, clock, server, ExpiryPolicy("age"), True, mode)
+    with _undeletable(_share_path(root, stuck, 0)):
+        _run_cycle(checker, clock)
+    assert _share_path(root, stuck, 0).exists()
+    assert not any((root / paths.share_dir(si)).exists() for si in others)
+    assert checker.deleted_shares == 7
+    clock.advance(checker.minimum_cycle_time)
+    assert checker.state["last-cycle-finished"] == 1
+    assert not (root / paths.share_dir(stuck)).exists()
+    assert_index_in_step(_servers[-1])
 
 
 def test_lease_checker_disabled_only_reports(root: Path, clock: Clock, mode: str) -> None:

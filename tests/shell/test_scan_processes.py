@@ -168,7 +168,7 @@ def test_collect_from_the_index_in_a_child(population: tuple[str, float], indexe
                   for si, shnum in plan.trim}
         answer = scanners.collect(*_collect_args(indexed, prefix, now))
         assert answer is not None and answer.figures == plan.figures, prefix
-        done = {(si, shnum): action for si, shnum, action in answer.collected}
+        done = {(si, shnum): action for si, shnum, action, _ in answer.collected}
         assert done == {**{key: "deleted" for key in plan.delete},
                         **{key: "trimmed" for key in plan.trim}}, prefix
         for si, shnum in plan.delete:
@@ -203,10 +203,35 @@ def test_a_child_collects_only_under_the_bucket_lock(population: tuple[str, floa
                 answer = thread.submit(scanners.collect, *_collect_args(indexed, prefix, now))
                 time.sleep(1.0)
                 assert not answer.done() and os.path.exists(path)
-            assert (si, shnum, "deleted") in answer.result(timeout=30).collected
+            assert (si, shnum, "deleted", "") in answer.result(timeout=30).collected
         assert not os.path.exists(path)
     finally:
         locks.close()
+
+
+def test_a_share_the_disk_refuses_to_delete_comes_back_failed(
+        population: tuple[str, float], indexed: str, scanners: ScanProcesses) -> None:
+    """A deletion the disk refuses (ext4's immutable attribute: not even root may) is said
+    as failed, with the reason; the rest of the prefix is collected."""
+    _, now = population
+    reader = open_reader(os.path.join(indexed, INDEX_NAME))
+    prefix, plan = next((p, plan) for p in paths.all_prefixes()
+                        if len((plan := plan_from_index(reader, p, None, now,
+                                                        ExpiryPolicy("age"), True)).delete) > 1)
+    reader.connection.close()
+    (si, shnum), rest = plan.delete[0], plan.delete[1:]
+    path = os.path.join(indexed, paths.share_path(si, shnum))
+    subprocess.run(["chattr", "+i", path], check=True)
+    try:
+        answer = scanners.collect(*_collect_args(indexed, prefix, now))
+    finally:
+        subprocess.run(["chattr", "-i", path], check=True)
+    assert answer is not None
+    outcomes = {(s, n): (action, error) for s, n, action, error in answer.collected}
+    action, error = outcomes[(si, shnum)]
+    assert action == "failed" and path in error and "not permitted" in error
+    assert all(outcomes[key][0] == "deleted" for key in rest)
+    assert os.path.exists(path)
 
 
 def test_a_failing_child_collects_nothing(population: tuple[str, float], indexed: str) -> None:

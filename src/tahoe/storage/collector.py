@@ -35,12 +35,14 @@ __all__ = ["Outcome", "collect_share", "delete_share_file", "plan_and_collect",
 
 @frozen
 class Outcome:
-    """What collecting one share did: ``deleted``, ``trimmed`` or ``kept`` (its leases
-    turned out live, or the file was gone or unreadable)."""
+    """What collecting one share did: ``deleted``, ``trimmed``, ``kept`` (its leases
+    turned out live, or the file was gone or unreadable) or ``failed`` (the disk refused
+    part way, ``error`` says how: the file is to be read again)."""
 
     storage_index: bytes
     shnum: int
     action: str
+    error: str = ""
 
 
 def collect_share(lock: ContextManager[Any], path: str, key: tuple[bytes, int],
@@ -52,7 +54,10 @@ def collect_share(lock: ContextManager[Any], path: str, key: tuple[bytes, int],
     :param key: ``(storage index, share number)``.
     """
     with lock:
-        return _collect(path, key, policy, now, delete)
+        try:
+            return _collect(path, key, policy, now, delete)
+        except OSError as error:
+            return Outcome(*key, "failed", f"{path}: {error.strerror or error}")
 
 
 def _collect(path: str, key: tuple[bytes, int], policy: ExpiryPolicy, now: float,
@@ -71,13 +76,12 @@ def _collect(path: str, key: tuple[bytes, int], policy: ExpiryPolicy, now: float
     except NotADirectoryError:
         return Outcome(*key, "kept")
     try:
-        size = os.fstat(fd).st_size
-        snapshot = MemoryFile(os.pread(fd, size, 0)) if size <= WHOLE_READ else None
+        start = os.pread(fd, WHOLE_READ + 1, 0)
     finally:
         os.close(fd)
-    if snapshot is not None:
+    if len(start) <= WHOLE_READ:  # the whole file
         try:
-            action, _ = _judge(open_container(snapshot), policy, now)
+            action, _ = _judge(open_container(MemoryFile(start)), policy, now)
         except ContainerError:
             return Outcome(*key, "kept")
         if action == "kept":
@@ -100,10 +104,17 @@ def _collect(path: str, key: tuple[bytes, int], policy: ExpiryPolicy, now: float
 
 
 def _judge(container: Any, policy: ExpiryPolicy, now: float) -> tuple[str, list[int]]:
-    """``kept``, ``trim`` (with the indexes of the expired leases) or ``delete`` (every
-    lease expired, or there is none)."""
+    """``kept``, ``trim`` (with the indexes of the expired lease records) or ``delete``
+    (every lease expired, or there is none)."""
     immutable = isinstance(container, ImmutableContainer)
     if not policy.applies_to("immutable" if immutable else "mutable"):
+        return "kept", []
+    # most shares are all expired or all live: told from the expiration times alone
+    expired_now = [policy.expired(expiration, now)
+                   for expiration in container.lease_expirations()]
+    if all(expired_now):
+        return "delete", []
+    if not any(expired_now):
         return "kept", []
     records = container.leases() if immutable else container.lease_records()
     in_use = [i for i, lease in enumerate(records) if immutable or not lease.is_empty_slot]
@@ -152,8 +163,9 @@ def plan_and_collect(index_path: str, lock_path: str, storage_dir: str, prefix: 
     collected here (its file read again under its bucket's lock, held across processes),
     many at once (``readers``) in the order of their bucket directories' inodes.
 
-    Returns the figures, and in ``collected`` what changed, ``(storage index, share
-    number, "deleted" or "trimmed")``: the node brings those rows in step.
+    Returns the figures, and in ``collected`` what changed or may have, ``(storage
+    index, share number, action, error)`` of each share not ``kept``
+    (:class:`Outcome`): the node brings those rows in step.
     """
     reader = getattr(_readers, index_path, None)
     if reader is None:
@@ -180,7 +192,7 @@ def plan_and_collect(index_path: str, lock_path: str, storage_dir: str, prefix: 
         name, si, shnum, delete = job
         return collect_share(locks.lock(si), f"{prefix_dir}/{name}/{shnum}", (si, shnum),
                              policy, now, delete)  # type: ignore[arg-type]
-    scan.collected = [(outcome.storage_index, outcome.shnum, outcome.action)
+    scan.collected = [(outcome.storage_index, outcome.shnum, outcome.action, outcome.error)
                       for outcome in map_in_slices(collect, named, readers)
                       if outcome.action != "kept"]
     scan.delete, scan.trim = [], []  # (the node needs only what was done)

@@ -465,6 +465,7 @@ class LeaseCheckingCrawler(ShareCrawler):
             # could say so: then every one is read again)
             outcome.changed = (scan.delete + scan.trim if collect else
                                [(d.storage_index, d.shnum) for d in done])
+        self._say_failures(done)
         outcome.figures = scan.figures
         outcome.deleted = _deletions(done)
         return outcome
@@ -483,11 +484,13 @@ class LeaseCheckingCrawler(ShareCrawler):
         rows = scan.rows
         if done:
             # the rows of what was collected as the files are now: none for a deleted share,
-            # a trimmed one read again (here, not on the reactor thread)
+            # a trimmed one (or one the disk refused part way) read again (here, not on the
+            # reactor thread)
+            self._say_failures(done)
             changed = {(d.storage_index, d.shnum) for d in done}
             rows = [row for row in rows if (row[0], row[1]) not in changed]
             for d in done:
-                if d.action == "trimmed":
+                if d.action != "deleted":
                     share = scan_share(self.keeper.share_path(d.storage_index, d.shnum),
                                        d.storage_index, d.shnum)
                     if share is not None:
@@ -511,6 +514,12 @@ class LeaseCheckingCrawler(ShareCrawler):
         jobs += [(si, shnum, False) for si, shnum in trim]
         run = collectors.map if collectors is not None and len(jobs) > 1 else map
         return [done for done in run(collect, jobs) if done.action != "kept"]
+
+    def _say_failures(self, done: list[Outcome]) -> None:
+        failed = [d for d in done if d.action == "failed"]
+        if failed:
+            self._log.warn("garbage collection could not collect {count} share(s): {first}",
+                           count=len(failed), first=failed[0].error)
 
     # on the reactor thread
 
