@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.browser import chromium
+from tests.support.browser import chromium, gone
 from tests.support.proxied_grid import ProxiedGrid
 
 #: Seconds a page may take to load after a form is submitted.
@@ -31,7 +31,6 @@ def test_welcome_mkdir_upload_and_listing(local_grid: ProxiedGrid, browser: obje
                                           tmp_path: Path) -> None:
     """Create a directory from the welcome page, upload a file with the form, see it listed."""
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.wait import WebDriverWait
     driver = browser
     driver.get(local_grid.client.url)  # type: ignore[attr-defined]
@@ -52,7 +51,7 @@ def test_welcome_mkdir_upload_and_listing(local_grid: ProxiedGrid, browser: obje
     upload_form.find_element(By.NAME, "file").send_keys(str(sample))
     upload_form.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
     WebDriverWait(driver, NAVIGATION_TIMEOUT).until(  # type: ignore[arg-type]
-        expected_conditions.staleness_of(upload_form))  # the upload's answer has replaced the page
+        gone(upload_form))  # the upload's answer has replaced the page
 
     driver.get(directory_url)  # type: ignore[attr-defined]
     assert sample.name in driver.page_source  # type: ignore[attr-defined]

@@ -18,7 +18,7 @@ import pytest
 
 from tahoe.storage import paths
 from tahoe.util import base32
-from tests.support.browser import chromium, console_errors, foreign, requested_urls, screenshot
+from tests.support.browser import chromium, console_errors, foreign, gone, requested_urls, screenshot
 from tests.support.dirapi import WebAPI
 from tests.support.proxied_grid import ProxiedGrid
 
@@ -58,10 +58,9 @@ def css_all(driver: Any, selector: str) -> list[Any]:
 
 def submit(driver: Any, form_selector: str) -> None:
     """Click a form's submit button and wait until the next page has replaced this one."""
-    from selenium.webdriver.support import expected_conditions
     form = css(driver, form_selector)
     form.find_element("css selector", "input[type=submit]").click()
-    wait_for(driver, expected_conditions.staleness_of(form))
+    wait_for(driver, gone(form))
     wait_for(driver, lambda d: d.execute_script("return document.readyState") == "complete")
 
 

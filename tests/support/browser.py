@@ -79,6 +79,29 @@ def chromium(width: int = 1100, height: int = 800) -> Iterator[Any]:
         shutil.rmtree(profile, ignore_errors=True)
 
 
+def gone(element: Any) -> Any:
+    """A condition: ``element`` has left the document.
+
+    Selenium's ``staleness_of`` asks the element a question; when the page is
+    being replaced at that moment, Chromium may answer "node does not belong to
+    the document" (a plain WebDriverException) rather than a stale-element
+    error. Both mean the old page is gone.
+    """
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+
+    def check(_driver: Any) -> bool:
+        try:
+            element.is_enabled()
+        except StaleElementReferenceException:
+            return True
+        except WebDriverException as e:
+            if "does not belong to the document" in str(e):
+                return True
+            raise
+        return False
+    return check
+
+
 def console_errors(driver: Any) -> list[str]:
     """The console messages of level SEVERE since the last call."""
     return [entry["message"] for entry in driver.get_log("browser")
