@@ -19,6 +19,7 @@ import os
 import random
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -118,10 +119,12 @@ def test_aliases_mkdir_put_ls_match_tahoe(tmp_path: Path, cli_dir: Path,
         [], ["-l"], ["-F"], ["--uri"], ["--readonly-uri"], ["-lF", "--uri"], ["--json"])]
     cases += [(flags, where) for flags in ([], ["-lF", "--uri"], ["--json"])
               for where in ("work:docs/", "work:docs/lit.txt", "work:")]
-    for flags, where in cases:
-        mine, tahoes = ours("ls", *flags, where), theirs("ls", *flags, where)
-        assert (mine.returncode, mine.stdout) == (tahoes.returncode, tahoes.stdout), \
-            (flags, where, mine.stderr, tahoes.stderr)
+    with ThreadPoolExecutor(4) as pool:  # read-only calls: four at a time
+        mines = pool.map(lambda case: ours("ls", *case[0], case[1]), cases)
+        tahoes = pool.map(lambda case: theirs("ls", *case[0], case[1]), cases)
+        for (flags, where), mine, tahoe in zip(cases, mines, tahoes):
+            assert (mine.returncode, mine.stdout) == (tahoe.returncode, tahoe.stdout), \
+                (flags, where, mine.stderr, tahoe.stderr)
     missing, their_missing = ours("ls", "work:nope"), theirs("ls", "work:nope")
     assert missing.returncode == their_missing.returncode == 2
     assert missing.stderr == their_missing.stderr == b"No such file or directory\n"
@@ -201,11 +204,12 @@ def test_cp_errors_match_tahoe(tmp_path: Path, cli_dir: Path, tahoe120: Path) ->
         ["cp", "-r", tmp_path / "d", tmp_path / "f"],
         ["cp", str(tmp_path / "f") + "/", "e:"],
     ]
-    for case in cases:
-        mine = run(our_tahoe(), "-d", cli_dir, *case)
-        tahoes = run(tahoe120, "-d", cli_dir, *case)
-        assert (mine.returncode, mine.stdout, mine.stderr) == \
-            (tahoes.returncode, tahoes.stdout, tahoes.stderr), case
+    with ThreadPoolExecutor(4) as pool:  # every case is refused, changing nothing
+        mines = pool.map(lambda case: run(our_tahoe(), "-d", cli_dir, *case), cases)
+        tahoes = pool.map(lambda case: run(tahoe120, "-d", cli_dir, *case), cases)
+        for case, mine, tahoe in zip(cases, mines, tahoes):
+            assert (mine.returncode, mine.stdout, mine.stderr) == \
+                (tahoe.returncode, tahoe.stdout, tahoe.stderr), case
 
 
 def _timed(*argv: str | os.PathLike[str]) -> float:
