@@ -28,6 +28,7 @@ setup(
         "test": [
             "pytest",
             "pytest-twisted",
+            "pytest-xdist",
             "hypothesis",
             "selenium",
         ],
