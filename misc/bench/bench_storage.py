@@ -65,11 +65,12 @@ sys.path[:0] = [str(REPOSITORY), str(REPOSITORY / "src")]
 
 from twisted.internet.task import Clock  # noqa: E402
 
+from tahoe.node.values import parse_date  # noqa: E402
 from tahoe.storage import paths  # noqa: E402
 from tahoe.storage.server import StorageServer  # noqa: E402
 from tahoe.storage.leases import ExpiryPolicy  # noqa: E402
 from tahoe.storage.share_index import IMMUTABLE, INDEX_NAME, open_reader  # noqa: E402
-from tahoe.storage.share_scan import WHOLE_READ  # noqa: E402
+from tahoe.storage.share_scan import WHOLE_READ, bucket_inodes  # noqa: E402
 from tahoe.util.furl import parse_furl  # noqa: E402
 from tests.support.nodes import TahoeTool, edit_tahoe_cfg, our_tahoe  # noqa: E402
 from tests.support.ournodes import create_storage_node  # noqa: E402
@@ -188,12 +189,8 @@ def _read_start(path: str) -> None:
 
 
 def _buckets_in_inode_order(prefix_dir: str) -> list[str]:
-    try:
-        with os.scandir(prefix_dir) as entries:
-            found = [(entry.inode(), entry.path) for entry in entries]
-    except FileNotFoundError:
-        return []
-    return [path for _, path in sorted(found)]
+    inodes = bucket_inodes(prefix_dir)
+    return [os.path.join(prefix_dir, name) for name in sorted(inodes, key=inodes.__getitem__)]
 
 
 def _timed_cold(work: Callable[[ThreadPoolExecutor], int]) -> dict[str, Any]:
@@ -234,8 +231,9 @@ def control_read_expired(storage: Path, policy: ExpiryPolicy, now: float) -> dic
         doomed: dict[str, list[str]] = {}
         for share in reader.all_shares():
             if all(policy.expired(e, now) for e in share.expirations):
-                path = paths.share_path(share.storage_index, share.shnum)
-                doomed.setdefault(path.split("/")[1], []).append(str(storage / path))
+                prefix = paths.prefix_of(paths.storage_index_to_b32(share.storage_index))
+                doomed.setdefault(prefix, []).append(
+                    str(storage / paths.share_path(share.storage_index, share.shnum)))
     finally:
         reader.connection.close()
     shares = storage / paths.SHARES_DIR
@@ -358,10 +356,8 @@ def run_scale(base: Path, scale: int, tool: TahoeTool, processes: ProcessSet,
     edit_tahoe_cfg(basedir, {"storage": {"expire.mode": "cutoff-date",
                                          "expire.cutoff_date": cutoff_day}})
     if is_root():
-        midnight = datetime.datetime.strptime(cutoff_day, "%Y-%m-%d").replace(
-            tzinfo=datetime.UTC)
         result["control_read_expired"] = control_read_expired(
-            storage, ExpiryPolicy("cutoff-date", cutoff_date=int(midnight.timestamp())),
+            storage, ExpiryPolicy("cutoff-date", cutoff_date=parse_date(cutoff_day)),
             time.time())
     drop_caches()
     second = _run_node(tool, basedir, processes, hits, cycle=1, timeout=args.gc_timeout)

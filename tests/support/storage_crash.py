@@ -82,6 +82,9 @@ CRASH_POINTS: dict[str, Callable[[], None]] = {
     "before-index-update": lambda: _before(IndexKeeper, "refresh"),
     # inside the index's transaction, after the first of several rows was written
     "mid-index-transaction": lambda: _mid_put_many(),
+    # garbage collection deleted one share (file and emptied bucket directory), and
+    # nothing more: the index was not told
+    "after-first-delete": lambda: _after(collector, "delete_share_file"),
     # garbage collection removed a share file, not yet its emptied bucket directory
     "after-unlink-before-rmdir": lambda: _before(collector.disk, "remove_empty_dirs"),
     # garbage collection removed one expired lease of a share that keeps another

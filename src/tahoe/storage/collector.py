@@ -11,7 +11,6 @@ goes too. The reactor thread then brings the index in step with the files.
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 from concurrent.futures import Executor
@@ -27,10 +26,11 @@ from .immutable_container import ImmutableContainer
 from .leases import ExpiryPolicy
 from .randomaccess import MemoryFile
 from .share_index import open_reader
-from .share_scan import WHOLE_READ, PrefixScan, map_in_slices, plan_from_index
+from .share_scan import (WHOLE_READ, PrefixScan, bucket_inodes, map_in_slices,
+                         plan_from_index)
 
-__all__ = ["Outcome", "collect_share", "delete_share_file", "plan_and_collect",
-           "remove_empty_bucket"]
+__all__ = ["Outcome", "collect_share", "collection_jobs", "delete_share_file",
+           "plan_and_collect", "remove_empty_bucket"]
 
 
 @frozen
@@ -133,6 +133,13 @@ def _delete(path: str, key: tuple[bytes, int], planned: bool) -> Outcome:
     return Outcome(*key, "deleted")
 
 
+def collection_jobs(delete: list[tuple[bytes, int]], trim: list[tuple[bytes, int]]
+                    ) -> list[tuple[bytes, int, bool]]:
+    """``(storage index, share number, deletion planned)`` of each share to collect."""
+    return [(si, shnum, True) for si, shnum in delete] + \
+        [(si, shnum, False) for si, shnum in trim]
+
+
 def remove_empty_bucket(lock: ContextManager[Any], bucket_dir: str) -> None:
     """Remove a bucket directory if it holds nothing (left so by a stop between a share's
     deletion and its directory's), under the bucket's ``lock``, as an upload's close might
@@ -172,8 +179,7 @@ def plan_and_collect(index_path: str, lock_path: str, storage_dir: str, prefix: 
         reader = open_reader(index_path)
         setattr(_readers, index_path, reader)
     scan = plan_from_index(reader, prefix, after_bucket, now, policy, enabled)
-    jobs = [(si, shnum, True) for si, shnum in scan.delete]
-    jobs += [(si, shnum, False) for si, shnum in scan.trim]
+    jobs = collection_jobs(scan.delete, scan.trim)
     scan.collected = []
     if not jobs or policy is None:
         return scan
@@ -182,9 +188,7 @@ def plan_and_collect(index_path: str, lock_path: str, storage_dir: str, prefix: 
         if locks is None:  # opened once, kept: closing it would drop this process's locks
             locks = _locks[lock_path] = BucketLocks(lock_path)
     prefix_dir = os.path.join(storage_dir, paths.SHARES_DIR, prefix)
-    inodes: dict[str, int] = {}
-    with contextlib.suppress(OSError), os.scandir(prefix_dir) as entries:
-        inodes = {entry.name: entry.inode() for entry in entries}
+    inodes = bucket_inodes(prefix_dir)
     named = sorted(((paths.storage_index_to_b32(si), si, shnum, delete)
                     for si, shnum, delete in jobs), key=lambda job: inodes.get(job[0], 0))
 

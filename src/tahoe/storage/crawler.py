@@ -47,7 +47,7 @@ from twisted.logger import Logger
 
 from ..node.fileutil import write_atomically
 from . import crawl_state, paths
-from .collector import Outcome, collect_share, remove_empty_bucket
+from .collector import Outcome, collect_share, collection_jobs, remove_empty_bucket
 from .indexing import IndexKeeper
 from .leases import ExpiryPolicy
 from .share_index import prefix_value
@@ -510,8 +510,7 @@ class LeaseCheckingCrawler(ShareCrawler):
             return collect_share(keeper.lock(storage_index),
                                  keeper.share_path(storage_index, shnum), (storage_index, shnum),
                                  self.policy, now, delete)
-        jobs = [(si, shnum, True) for si, shnum in delete]
-        jobs += [(si, shnum, False) for si, shnum in trim]
+        jobs = collection_jobs(delete, trim)
         run = collectors.map if collectors is not None and len(jobs) > 1 else map
         return [done for done in run(collect, jobs) if done.action != "kept"]
 

@@ -192,10 +192,6 @@ class IndexReader:
             f"SELECT {_COLUMNS} FROM shares WHERE si >= ? AND si < ? ORDER BY si, shnum",
             _prefix_range(prefix)).fetchall()
 
-    def buckets_in_prefix(self, prefix: int) -> int:
-        """How many storage indexes have a share under one prefix directory."""
-        return self.bucket_count_and_first(prefix)[0]
-
     def bucket_count_and_first(self, prefix: int) -> tuple[int, bytes | None]:
         """How many storage indexes have a share under one prefix directory, and the
         smallest of them (None if none)."""
