@@ -1,6 +1,7 @@
 """The storage server on a real directory: immutable shares, leases, space, errors, crash safety."""
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -562,3 +563,36 @@ def test_writer_follows_its_transition_table(server: StorageServer) -> None:
             else:
                 action(writer)
                 assert writer.state is expected
+
+
+def test_reading_shares_leaves_their_access_times(root: Path, clock: Clock) -> None:
+    """Serving a share, indexing it and checking its leases for collection never write its
+    inode back for an access time (``O_NOATIME``): a cycle over a million shares would
+    otherwise write a million inodes."""
+    if not hasattr(os, "O_NOATIME"):
+        pytest.skip("no O_NOATIME on this system")
+    from tahoe.storage.collector import collect_share
+    from tahoe.storage.leases import ExpiryPolicy
+    from tahoe.storage.share_scan import scan_share
+
+    server = make_server(root, clock)
+    upload(server, SI, 0, DATA)
+    path = str(root / paths.share_path(SI, 0))
+    old = os.stat(path).st_mtime_ns - 10 * DAY * 10**9
+
+    def age() -> None:
+        os.utime(path, ns=(old, os.stat(path).st_mtime_ns))
+
+    age()
+    with open(path, "rb") as f:  # the control: a plain read on this file system does update it
+        f.read()
+    if os.stat(path).st_atime_ns == old:
+        pytest.skip("this file system does not update access times (noatime)")
+    age()
+    assert server.get_buckets(SI)[0].read(0, len(DATA)) == DATA
+    row = scan_share(path, SI, 0)
+    assert row is not None and row.data_length == len(DATA)
+    outcome = collect_share(contextlib.nullcontext(), path, (SI, 0),
+                            ExpiryPolicy("age"), clock.seconds(), True)
+    assert outcome.action == "kept"  # its lease is live
+    assert os.stat(path).st_atime_ns == old

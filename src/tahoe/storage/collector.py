@@ -66,7 +66,7 @@ def _collect(path: str, key: tuple[bytes, int], policy: ExpiryPolicy, now: float
     # read where the container's header and lease reads would be several on a cold disk.
     # Only a trim writes, and it goes through the file itself.
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = disk.open_fd(path)
     except FileNotFoundError:
         if delete:
             # gone already (a collection interrupted after its unlink): its emptied bucket

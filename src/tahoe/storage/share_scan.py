@@ -57,7 +57,7 @@ def scan_share(path: str, storage_index: bytes, shnum: int,
     :param bucket_disk_bytes: the bucket directory's disk use, if known already.
     """
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = disk.open_fd(path)
     except (FileNotFoundError, NotADirectoryError):
         return None
     try:
