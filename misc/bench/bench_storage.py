@@ -28,8 +28,9 @@ shares) becomes the storage directory of one of our nodes, run as a separate
 6. as root, controls on the same files in the same run: the disk work of a
    rebuild done plainly (list every bucket, read the start of every share,
    16 threads, cold) and of the collection from the index (read the start of
-   each share it will delete, 16 threads, cold), so that the cycles are
-   stated as ratios to what this machine's disk gives that day.
+   each share it will delete, 16 threads, cold; and the same with each
+   share deleted, on a copy of the file system taken frozen), so that the
+   cycles are stated as ratios to what this machine's disk gives that day.
 
 As root the populations go on a fresh ext4 file system in a loop file
 (``--image``, mounted for the run; the machine's root file system is mounted
@@ -63,10 +64,12 @@ HERE = Path(__file__).resolve().parent
 REPOSITORY = HERE.parents[1]
 sys.path[:0] = [str(REPOSITORY), str(REPOSITORY / "src")]
 
+import attrs  # noqa: E402
 from twisted.internet.task import Clock  # noqa: E402
 
 from tahoe.node.values import parse_date  # noqa: E402
-from tahoe.storage import paths  # noqa: E402
+from tahoe.storage import disk, paths  # noqa: E402
+from tahoe.storage.collector import delete_share_file  # noqa: E402
 from tahoe.storage.server import StorageServer  # noqa: E402
 from tahoe.storage.leases import ExpiryPolicy  # noqa: E402
 from tahoe.storage.share_index import IMMUTABLE, INDEX_NAME, open_reader  # noqa: E402
@@ -80,6 +83,9 @@ DAY = 86400
 #: Rounds of warm look-ups over the same keys (see ``lookups``).
 WARM_ROUNDS = 5
 TAHOE_PYTHON = Path.home() / ".cache/tahoe-lafs-py/tahoe-1.20.0/bin/python"
+#: Each control, and the node's cycle it is the floor of.
+CONTROLS = (("control_read_all", "first_start"), ("control_read_expired", "indexed_start"),
+            ("control_delete_expired", "indexed_start"))
 TARGETS = {"first_gc_s": 120.0, "indexed_gc_s": 30.0, "page_ms": 50.0,
            "get_buckets_warm_ratio": 1.2, "get_buckets_cold_disk_reads": 2}
 
@@ -110,6 +116,41 @@ def drop_caches(keep_prefixes: Path | None = None) -> bool:
     return True
 
 
+@attrs.frozen
+class LoopDisk:
+    """An ext4 image mounted through a loop device: where, and its device's counters."""
+
+    image: Path
+    mountpoint: Path
+    stat: Path  # /sys/block/<device>/stat
+
+
+#: The loop disk the figures are taken on (the last: a copy while a control runs there).
+DISKS: list[LoopDisk] = []
+
+
+@contextlib.contextmanager
+def loop_mounted(image: Path) -> Iterator[LoopDisk]:
+    """``image`` mounted through a loop device doing direct I/O: the loop device passes
+    each read to the disk as it comes, several at once, as a disk would take them
+    (buffered, it goes through the image file's own page cache and reads came out 40 %
+    slower, docs/performance.md). Counted by :func:`disk_reads` while mounted."""
+    mountpoint = Path(tempfile.mkdtemp(prefix="bench-storage-"))
+    device = subprocess.run(["losetup", "--find", "--show", "--direct-io=on", str(image)],
+                            check=True, capture_output=True, text=True).stdout.strip()
+    try:
+        subprocess.run(["mount", device, str(mountpoint)], check=True)
+        DISKS.append(LoopDisk(image, mountpoint, Path("/sys/block") / Path(device).name / "stat"))
+        try:
+            yield DISKS[-1]
+        finally:
+            DISKS.pop()
+            subprocess.run(["umount", str(mountpoint)], check=False)
+    finally:
+        subprocess.run(["losetup", "-d", device], check=False)
+        mountpoint.rmdir()
+
+
 @contextlib.contextmanager
 def bench_file_system(image: Path, size_gb: int, fallback: Path,
                       loop: bool = True) -> Iterator[tuple[Path, str]]:
@@ -124,28 +165,32 @@ def bench_file_system(image: Path, size_gb: int, fallback: Path,
         f.truncate(size_gb * 2 ** 30)
     subprocess.run(["mkfs.ext4", "-q", "-F", "-i", "4096", "-E", "nodiscard", str(image)],
                    check=True)
-    mountpoint = Path(tempfile.mkdtemp(prefix="bench-storage-"))
-    # Direct I/O: the loop device passes each read to the disk as it comes, several at
-    # once, as a disk would take them (buffered, it goes through the image file's own
-    # page cache and reads came out 40 % slower, docs/performance.md).
-    device = subprocess.run(["losetup", "--find", "--show", "--direct-io=on", str(image)],
-                            check=True, capture_output=True, text=True).stdout.strip()
     try:
-        subprocess.run(["mount", device, str(mountpoint)], check=True)
-        DEVICE_STAT.append(Path("/sys/block") / Path(device).name / "stat")
-        try:
-            yield mountpoint, (f"ext4 in a loop file ({size_gb} GiB, -i 4096, no discard, "
-                               "direct I/O)")
-        finally:
-            subprocess.run(["umount", str(mountpoint)], check=False)
+        with loop_mounted(image) as disk_:
+            yield disk_.mountpoint, (f"ext4 in a loop file ({size_gb} GiB, -i 4096, no "
+                                     "discard, direct I/O)")
     finally:
-        subprocess.run(["losetup", "-d", device], check=False)
-        mountpoint.rmdir()
         image.unlink(missing_ok=True)
 
 
-#: ``/sys/block/<loop device>/stat`` of the benchmark's file system, once mounted.
-DEVICE_STAT: list[Path] = []
+@contextlib.contextmanager
+def copy_of(path: Path) -> Iterator[Path]:
+    """``path`` (under the loop disk) in a copy of the whole file system, mounted
+    beside it: the image copied while the file system is frozen (every write flushed,
+    none let in), so that a control may delete files the node is to collect next."""
+    disk_ = DISKS[-1]
+    copy = disk_.image.with_name(disk_.image.name + ".copy")
+    os.sync()
+    subprocess.run(["fsfreeze", "--freeze", str(disk_.mountpoint)], check=True)
+    try:
+        subprocess.run(["cp", "--sparse=always", str(disk_.image), str(copy)], check=True)
+    finally:
+        subprocess.run(["fsfreeze", "--unfreeze", str(disk_.mountpoint)], check=True)
+    try:
+        with loop_mounted(copy) as copied:
+            yield copied.mountpoint / path.relative_to(disk_.mountpoint)
+    finally:
+        copy.unlink(missing_ok=True)
 
 
 def disk_reads() -> tuple[int, int]:
@@ -155,7 +200,7 @@ def disk_reads() -> tuple[int, int]:
     for line in Path("/proc/self/io").read_text().splitlines():
         if line.startswith("read_bytes:"):
             pages = int(line.split()[1]) // 4096
-    requests = int(DEVICE_STAT[0].read_text().split()[0]) if DEVICE_STAT else 0
+    requests = int(DISKS[-1].stat.read_text().split()[0]) if DISKS else 0
     return pages, requests
 
 
@@ -179,9 +224,10 @@ CONTROL_THREADS = 16
 
 
 def _read_start(path: str) -> None:
-    """What the collector and the rebuild read of a share: its start, in one call."""
+    """What the collector and the rebuild read of a share: its start, in one call, opened
+    as they open it (no access-time update)."""
     with contextlib.suppress(FileNotFoundError):
-        fd = os.open(path, os.O_RDONLY)
+        fd = disk.open_fd(path)
         try:
             os.pread(fd, WHOLE_READ, 0)
         finally:
@@ -222,10 +268,13 @@ def control_read_all(storage: Path) -> dict[str, Any]:
     return _timed_cold(work)
 
 
-def control_read_expired(storage: Path, policy: ExpiryPolicy, now: float) -> dict[str, Any]:
+def control_read_expired(storage: Path, policy: ExpiryPolicy, now: float,
+                         delete: bool = False) -> dict[str, Any]:
     """The floor of a collection from the index under ``policy``: read the start of every
     share it will delete (those whose leases all expired: found in the index, untimed),
-    cold, 16 at a time, each prefix's in its buckets' inode order; no deletes."""
+    cold, 16 at a time, each prefix's in its buckets' inode order; with ``delete``, each
+    is then deleted as the collector deletes it (with its bucket directory, once
+    emptied)."""
     reader = open_reader(storage / INDEX_NAME)
     try:
         doomed: dict[str, list[str]] = {}
@@ -238,15 +287,27 @@ def control_read_expired(storage: Path, policy: ExpiryPolicy, now: float) -> dic
         reader.connection.close()
     shares = storage / paths.SHARES_DIR
 
+    def read_and_delete(path: str) -> None:
+        _read_start(path)
+        delete_share_file(path)
+
     def work(pool: ThreadPoolExecutor) -> int:
         files = []
         for prefix, paths_ in sorted(doomed.items()):
             order = {bucket: i for i, bucket in enumerate(
                 _buckets_in_inode_order(str(shares / prefix)))}
             files += sorted(paths_, key=lambda p: order.get(os.path.dirname(p), 0))
-        list(pool.map(_read_start, files))
+        list(pool.map(read_and_delete if delete else _read_start, files))
         return len(files)
     return _timed_cold(work)
+
+
+def control_delete_expired(storage: Path, policy: ExpiryPolicy, now: float) -> dict[str, Any]:
+    """:func:`control_read_expired` with the deletes, on a copy of the file system
+    (:func:`copy_of`): the reads the crash rule requires and the deletes themselves, the
+    whole of a collection's disk work."""
+    with copy_of(storage) as copied:
+        return control_read_expired(copied, policy, now, delete=True)
 
 
 # -- requests to a running node
@@ -356,9 +417,11 @@ def run_scale(base: Path, scale: int, tool: TahoeTool, processes: ProcessSet,
     edit_tahoe_cfg(basedir, {"storage": {"expire.mode": "cutoff-date",
                                          "expire.cutoff_date": cutoff_day}})
     if is_root():
-        result["control_read_expired"] = control_read_expired(
-            storage, ExpiryPolicy("cutoff-date", cutoff_date=parse_date(cutoff_day)),
-            time.time())
+        policy = ExpiryPolicy("cutoff-date", cutoff_date=parse_date(cutoff_day))
+        result["control_read_expired"] = control_read_expired(storage, policy, time.time())
+        if DISKS:
+            result["control_delete_expired"] = control_delete_expired(storage, policy,
+                                                                      time.time())
     drop_caches()
     second = _run_node(tool, basedir, processes, hits, cycle=1, timeout=args.gc_timeout)
     result["indexed_start"] = second
@@ -625,8 +688,7 @@ def report(results: dict[str, Any]) -> str:
             round(r["index_bytes"] / 1e6, 1))))
     lines.append("")
     for r in results["scales"]:
-        for control, run in (("control_read_all", "first_start"),
-                             ("control_read_expired", "indexed_start")):
+        for control, run in CONTROLS:
             if control in r:
                 c = r[control]
                 lines.append(f"{r['shares']:>8} {control}: {c['s']} s, {c['files']} files, "
@@ -658,9 +720,7 @@ def check_targets(results: dict[str, Any]) -> dict[str, Any]:
     page_ms = max(top["indexed_start"]["at_rest"][name]["p50_ms"]
                   for name in ("statistics", "storage"))
     ratios = {f"{run}_vs_{control}": round(top[run]["cycle_s"] / top[control]["s"], 2)
-              for control, run in (("control_read_all", "first_start"),
-                                   ("control_read_expired", "indexed_start"))
-              if control in top}
+              for control, run in CONTROLS if control in top}
     return {
         **ratios,
         "scale": top["shares"],
