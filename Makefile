@@ -23,10 +23,9 @@ system-packages:
 	sh misc/ci/install-system-packages.sh
 
 ## test: install into .venv if needed, then run the whole test suite (interop included), in two
-## processes (most tests wait on nodes and subprocesses; a module's tests stay in one process;
-## the longest modules go first: tests/conftest.py)
+## processes (most tests wait on nodes and subprocesses; a module's tests stay in one process)
 test: $(STAMP) interop-env system-packages
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder tests
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile tests
 
 ## test-faults: the reliability suite with its long seeded schedules (FAULT_RUNS times the runs
 ## of make test, and the tests too long for it); regenerates the table of docs/reliability.md
