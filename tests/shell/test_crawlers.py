@@ -469,3 +469,37 @@ def test_storage_page_without_a_storage_server(clock: Clock) -> None:
         return {"counters": {}, "stats": {}}
     code, body = _render_storage(StorageStatusResource(("n", "id"), stats, None, clock), "json")
     assert code == 404 and b"No storage server" in body
+
+
+def test_only_the_cycles_end_waits_for_the_disk(root: Path, clock: Clock,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The state saved after each prefix during a walk is written and renamed into place
+    but not synced (a sync there waits for every change the collection has made); the
+    state at the cycle's end, and its history, are synced."""
+    server = make_server(root, clock)
+    for n in range(6):  # one bucket in each of six prefixes
+        _immutable(server, n)
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    checker = _checker(root, clock, server, ExpiryPolicy("age"), False)
+    checker.save_interval = 0  # a save after every prefix
+    written: list[dict] = []
+    save = checker._save
+
+    def counting_save(*args, **kwargs):  # type: ignore[no-untyped-def]
+        save(*args, **kwargs)
+        written.append(json.loads((root / "lease_checker.state.json").read_text()))
+
+    monkeypatch.setattr(checker, "_save", counting_save)
+    _run_cycle(checker, clock)
+    assert len(written) == len(paths.all_prefixes()) + 1  # one per prefix, then the end
+    assert written[-1]["last-cycle-finished"] == 0
+    names = [os.path.basename(path) for path in synced]
+    assert sorted(names) == sorted([".lease_checker.history.json.tmp-%d" % os.getpid(),
+                                    ".lease_checker.state.json.tmp-%d" % os.getpid()])

@@ -5,13 +5,18 @@ import os
 from pathlib import Path
 
 
-def write_atomically(path: str | os.PathLike[str], data: bytes | str, mode: int | None = None) -> None:
+def write_atomically(path: str | os.PathLike[str], data: bytes | str, mode: int | None = None,
+                     durable: bool = True) -> None:
     """Write ``data`` to a temporary file beside ``path`` and rename it into place.
 
     Readers see either the old content or the whole new content, never a
     partial file: the way readiness files such as ``node.url`` are published.
 
     :param mode: permission bits for the new file (default: the umask's).
+    :param durable: sync the new content to the disk before the rename; without, a
+        crash soon after may leave the old content (or, on file systems that do not
+        flush a file renamed over another, an empty file), and the caller never waits
+        for the disk's other writes.
     """
     target = Path(path)
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
@@ -22,7 +27,8 @@ def write_atomically(path: str | os.PathLike[str], data: bytes | str, mode: int 
         with os.fdopen(fd, "wb") as out:
             out.write(payload)
             out.flush()
-            os.fsync(out.fileno())
+            if durable:
+                os.fsync(out.fileno())
         os.replace(tmp, target)
     except BaseException:
         try:
