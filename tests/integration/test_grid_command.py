@@ -108,15 +108,36 @@ def test_run_in_foreground_until_sigint(grid_dir: Path) -> None:
         print("grid run (restart):", next(line for line in lines if "ready" in line).strip())
         pids = live_pids(grid_dir)
         assert len(pids) == 5
+        # a Ctrl-C from a terminal, and the same passed on by a parent (misc/run_demo.py)
+        runner.send_signal(signal.SIGINT)
+        time.sleep(0.05)
         runner.send_signal(signal.SIGINT)
         rest, errors = runner.communicate(timeout=GRID_TIMEOUT)
         assert runner.returncode == 0, errors
+        assert "Traceback" not in errors
         assert "Stopping the grid...\nStopped.\n" in rest
         assert [pid for pid in pids if process_alive(pid)] == []
     finally:
         if runner.poll() is None:
             runner.kill()
             runner.wait()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_stop_signal_makes_the_next_ones_ignored(signum: int) -> None:
+    """The grid's handler for a stop signal ignores the next ones before anything else
+    runs: a second Ctrl-C must not break into the stopping of the nodes."""
+    from tahoe.cli import grid
+    stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {s: signal.getsignal(s) for s in stops}
+    try:
+        expected = KeyboardInterrupt if signum == signal.SIGINT else grid._Terminated
+        with pytest.raises(expected):
+            grid._stop_requested(signum, None)
+        assert [signal.getsignal(s) for s in stops] == [signal.SIG_IGN] * 3
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 def test_node_failure_is_reported_with_its_log(grid_dir: Path) -> None:

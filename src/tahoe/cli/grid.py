@@ -456,8 +456,14 @@ def _size(text: str) -> str:
     return text
 
 
-def _raise_terminated(signum: int, frame: Any) -> None:
-    raise _Terminated()
+def _stop_requested(signum: int, frame: Any) -> None:
+    """The first SIGINT, SIGTERM or SIGHUP: the others are ignored from now on, before
+    anything else runs, and the grid stops. A Ctrl-C may come twice: to the terminal's
+    whole process group, and passed on by a parent (``misc/run_demo.py``); the second,
+    landing while the first was being handled, used to cut the stop short with a
+    traceback."""
+    _ignore_interrupts()
+    raise KeyboardInterrupt() if signum == signal.SIGINT else _Terminated()
 
 
 def _ignore_interrupts() -> None:
@@ -486,11 +492,10 @@ def run(argv: list[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, str])
         if args.action == "restart":
             return _restart(grid_dir, args.node, args.timeout, env, stdout)
         try:
-            for signum in (signal.SIGTERM, signal.SIGHUP):
-                signal.signal(signum, _raise_terminated)
-            # Ctrl-C must work even when started by a shell that ignores SIGINT for
-            # its background jobs (the ignored disposition would be inherited).
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+            # (SIGINT too: Ctrl-C must work even when started by a shell that ignores
+            # SIGINT for its background jobs, whose ignored disposition is inherited)
+            for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                signal.signal(signum, _stop_requested)
         except ValueError:
             pass  # not the main thread: keep the default handlers
         foreground = args.action == "run" or args.foreground
