@@ -10,7 +10,11 @@ Ports are taken from below the kernel's ephemeral range (Linux
 the same number to someone else's ``bind(0)`` or outgoing connection between
 our release and the node's bind: every Tahoe node binds its log Tub with
 ``bind(0)``, and a client connects out to every server.  A port is never handed
-out twice by one allocator, so two nodes of one session never collide.
+out twice by one allocator, so two nodes of one session never collide. Under
+pytest-xdist each worker process has an allocator of its own, so each takes
+its ports from its own slice of the range (``PYTEST_XDIST_WORKER`` ``gwN`` of
+``PYTEST_XDIST_WORKER_COUNT``): two workers picking the same free number, each
+to bind it a moment later, made one node fail with "address already in use".
 """
 from __future__ import annotations
 
@@ -51,6 +55,20 @@ def _candidate_range() -> tuple[int, int]:
     return _FALLBACK_RANGE
 
 
+def _worker_slice(low: int, high: int, env: dict[str, str] | None = None) -> tuple[int, int]:
+    """The part of ``low..high`` this pytest-xdist worker takes its ports from (all of it
+    outside xdist)."""
+    env = dict(os.environ) if env is None else env
+    worker, count = env.get("PYTEST_XDIST_WORKER", ""), env.get("PYTEST_XDIST_WORKER_COUNT", "")
+    if not (worker.startswith("gw") and worker[2:].isdigit() and count.isdigit()):
+        return low, high
+    index, workers = int(worker[2:]), int(count)
+    if not 0 <= index < workers:
+        return low, high
+    size = (high - low + 1) // workers
+    return low + index * size, low + (index + 1) * size - 1
+
+
 def _can_bind(port: int) -> bool:
     """Whether ``127.0.0.1:port`` can be bound right now (reserve, then release)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -72,7 +90,7 @@ class PortAllocator:
 
     def __init__(self, seed: int | None = None) -> None:
         self._random = random.Random(os.getpid() if seed is None else seed)
-        self._low, self._high = _candidate_range()
+        self._low, self._high = _worker_slice(*_candidate_range())
         self._handed_out: set[int] = set()
         self._lock = threading.Lock()  # free_port() may be called from helper threads
 
