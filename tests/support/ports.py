@@ -23,6 +23,7 @@ import os
 import random
 import socket
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 
 __all__ = ["PortAllocator", "free_port"]
@@ -55,10 +56,9 @@ def _candidate_range() -> tuple[int, int]:
     return _FALLBACK_RANGE
 
 
-def _worker_slice(low: int, high: int, env: dict[str, str] | None = None) -> tuple[int, int]:
+def _worker_slice(low: int, high: int, env: Mapping[str, str] = os.environ) -> tuple[int, int]:
     """The part of ``low..high`` this pytest-xdist worker takes its ports from (all of it
     outside xdist)."""
-    env = dict(os.environ) if env is None else env
     worker, count = env.get("PYTEST_XDIST_WORKER", ""), env.get("PYTEST_XDIST_WORKER_COUNT", "")
     if not (worker.startswith("gw") and worker[2:].isdigit() and count.isdigit()):
         return low, high
