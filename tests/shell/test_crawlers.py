@@ -503,3 +503,54 @@ def test_only_the_cycles_end_waits_for_the_disk(root: Path, clock: Clock,
     names = [os.path.basename(path) for path in synced]
     assert sorted(names) == sorted([".lease_checker.history.json.tmp-%d" % os.getpid(),
                                     ".lease_checker.state.json.tmp-%d" % os.getpid()])
+
+
+def test_collection_from_the_index_writes_its_rows_in_the_worker_thread(
+        root: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Garbage collection by the index brings the rows of what it deleted or trimmed in step
+    in the worker thread that collected (on that thread's own connection), so the reactor
+    thread never waits for the index's disk during a cycle; the index ends in step, and a
+    share the server changes meanwhile (on the reactor thread) is written there as before."""
+    import threading
+
+    from twisted.internet import defer
+
+    from tahoe.storage.share_index import ShareIndex
+
+    server = make_server(root, clock)
+    old = [_immutable(server, n) for n in range(4)]
+    clock.advance(20 * DAY)
+    kept = _immutable(server, 9)
+    server.add_lease(old[0], b"R" * 32, b"C" * 32)  # one old bucket gets a second lease
+    clock.advance(LEASE_DURATION - 10 * DAY)
+    main = threading.get_ident()
+    writers: list[tuple[int, int]] = []  # (thread, connection) of each index update
+    update = ShareIndex.update
+
+    def recording_update(self: ShareIndex, keys, read):  # type: ignore[no-untyped-def]
+        writers.append((threading.get_ident(), id(self.connection)))
+        return update(self, keys, read)
+
+    monkeypatch.setattr(ShareIndex, "update", recording_update)
+
+    def in_a_thread(function, *args):  # type: ignore[no-untyped-def]
+        result: list = []
+        worker = threading.Thread(target=lambda: result.append(function(*args)))
+        worker.start()
+        worker.join()
+        return defer.succeed(result[0])
+
+    checker = LeaseCheckingCrawler(root, clock, server.index, ExpiryPolicy("age"), True,
+                                   run_in_thread=in_a_thread, slow_start=0)
+    _servers.append(server)
+    _run_cycle(checker, clock)
+    assert checker.deleted_shares == 6  # the three old buckets with one lease
+    assert writers and all(thread != main for thread, _ in writers)
+    assert all(connection != id(server.index.index._db) for _, connection in writers)
+    assert set(server.get_buckets(old[0])) == {0, 1}
+    assert server.get_buckets(old[1]) == {} and set(server.get_buckets(kept)) == {0, 1}
+    writers.clear()
+    server.add_lease(kept, b"S" * 32, b"D" * 32)  # the server's own change: its own thread
+    assert writers == [(main, id(server.index.index._db))]
+    assert_index_in_step(server)
+    checker.stop()

@@ -259,7 +259,7 @@ def test_a_failed_index_write_loses_no_share(root: Path, clock: Clock,
     def failing(*args: object) -> None:
         raise sqlite3.OperationalError("database or disk is full")
     with monkeypatch.context() as m:
-        m.setattr(ShareIndex, "put_many", failing)
+        m.setattr(ShareIndex, "_put_many", failing)
         server.add_lease(old, b"N" * 32, CANCEL)  # renewed in the file only
     assert not server.index.fresh
     assert set(server.get_buckets(old)) == {0, 3}
@@ -290,3 +290,45 @@ def test_collection_reads_the_file_before_deleting(root: Path, clock: Clock,
     assert (root / paths.share_path(si, 0)).exists()
     assert_index_in_step(server)  # and the index learnt the truth from the file
     checker.stop()
+
+
+def test_an_update_reads_and_writes_in_one_hold_of_the_lock(tmp_path: Path) -> None:
+    """Two threads bring the same share's row in step: the second reads the file only once
+    the first has written what it read, so an older reading is never written over a newer
+    one (each thread on its own connection)."""
+    import threading
+
+    from tahoe.storage.share_index import IndexedShare
+
+    index = ShareIndex(tmp_path / "share-index.sqlite")
+    si = _si(1)
+    old = IndexedShare(si, 0, IMMUTABLE, 100, 4096, 4096, 10, (1,))
+    new = IndexedShare(si, 0, IMMUTABLE, 100, 4096, 4096, 10, (1, 2))
+    first_reading, second_read = threading.Event(), threading.Event()
+    release_first = threading.Event()
+    events: list[str] = []
+
+    def slow_old_read(storage_index: bytes, shnum: int) -> IndexedShare:
+        events.append("first reads")
+        first_reading.set()
+        assert release_first.wait(10)
+        return old
+
+    def new_read(storage_index: bytes, shnum: int) -> IndexedShare:
+        events.append("second reads")
+        second_read.set()
+        return new
+
+    first = threading.Thread(target=index.update, args=([(si, 0)], slow_old_read))
+    first.start()
+    assert first_reading.wait(10)
+    second = threading.Thread(target=index.update, args=([(si, 0)], new_read))
+    second.start()
+    assert not second_read.wait(0.3)  # held back while the first has read but not written
+    release_first.set()
+    first.join(10)
+    second.join(10)
+    assert events == ["first reads", "second reads"]
+    assert index.shares(si) == {0: new}
+    assert index.totals.shares == 1 and index.totals.buckets == 1
+    index.close()

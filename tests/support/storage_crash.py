@@ -64,22 +64,22 @@ def _after(owner: Any, name: str) -> None:
 
 
 def _mid_put_many() -> None:
-    original = share_index.ShareIndex.put_many
+    original = share_index.ShareIndex._put_many
 
-    def crashing(self: share_index.ShareIndex, shares: Any) -> None:
+    def crashing(self: share_index.ShareIndex, db: Any, shares: Any) -> None:
         def first_then_die() -> Any:
             for number, share in enumerate(shares):
                 if number == 1:
                     _die()
                 yield share
-        original(self, first_then_die())
-    share_index.ShareIndex.put_many = crashing  # type: ignore[method-assign]
+        original(self, db, first_then_die())
+    share_index.ShareIndex._put_many = crashing  # type: ignore[method-assign]
 
 
 #: Crash points: where the process dies.
 CRASH_POINTS: dict[str, Callable[[], None]] = {
     # the share files changed; the index was not told
-    "before-index-update": lambda: _before(IndexKeeper, "refresh"),
+    "before-index-update": lambda: _before(share_index.ShareIndex, "update"),
     # inside the index's transaction, after the first of several rows was written
     "mid-index-transaction": lambda: _mid_put_many(),
     # garbage collection deleted one share (file and emptied bucket directory), and

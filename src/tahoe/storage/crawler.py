@@ -373,7 +373,8 @@ class PrefixOutcome:
     :ivar rows: for a prefix the index did not hold: the row of every share left, read
         from its file (after garbage collection changed it).
     :ivar changed: for a prefix the index holds: shares whose files garbage collection
-        changed or deleted (their rows are brought in step on the reactor thread).
+        changed or deleted, if the worker thread could not bring their rows in step
+        (:meth:`~.indexing.IndexKeeper.refresh_collected`): the reactor thread does.
     :ivar deleted: shares deleted.
     """
 
@@ -471,6 +472,8 @@ class LeaseCheckingCrawler(ShareCrawler):
             # could say so: then every one is read again)
             outcome.changed = (scan.delete + scan.trim if collect else
                                [(d.storage_index, d.shnum) for d in done])
+        if outcome.changed and self.keeper.refresh_collected(outcome.changed):
+            outcome.changed = []  # (in step from here: the reactor thread need not wait)
         self._say_failures(done)
         outcome.figures = scan.figures
         outcome.deleted = _deletions(done)

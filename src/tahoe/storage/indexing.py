@@ -21,6 +21,12 @@ first walk (:mod:`.crawler`), prefix by prefix in worker threads, while the
 server answers requests from the files. Changes the server makes to a
 prefix while it is being scanned are read again once its rows are in.
 
+Rows are written after the files were read again, under the index's write
+lock (:meth:`~.share_index.ShareIndex.update`): by the reactor thread for the
+server's own changes, and by the lease checker's worker threads for what
+garbage collection deleted or trimmed, so the reactor thread does not wait
+for the disk while a cycle collects (unless it changes a share meanwhile).
+
 Mutating a share file takes the lock of its bucket (:meth:`IndexKeeper.lock`,
 :mod:`.bucket_locks`): the server's operations (on the reactor thread) and
 garbage collection (in worker threads, or in the node's scanning processes)
@@ -212,34 +218,33 @@ class IndexKeeper:
     def refresh(self, keys: Iterable[tuple[bytes, int]]) -> None:
         """Read these shares' files again and write what they hold now (on the reactor
         thread, after the files changed): a row for each file, none for a file gone."""
-        present, gone = [], []
-        known: dict[bytes, dict[int, IndexedShare]] = {}
+        keys = list(keys)
+        for storage_index, shnum in keys:
+            prefix = prefix_number(storage_index)
+            if not self.prefix_indexed(prefix):
+                self._touched.setdefault(prefix, set()).add((storage_index, shnum))
         try:
-            for storage_index, shnum in keys:
-                prefix = prefix_number(storage_index)
-                if not self.prefix_indexed(prefix):
-                    self._touched.setdefault(prefix, set()).add((storage_index, shnum))
-                share = scan_share(self.share_path(storage_index, shnum), storage_index, shnum)
-                if share is None:
-                    # (a row that is not there is skipped by remove_many: no query here,
-                    # which matters for the thousands garbage collection hands over)
-                    gone.append((storage_index, shnum))
-                    continue
-                if storage_index not in known:
-                    known[storage_index] = self.index.shares(storage_index)
-                was = known[storage_index].get(shnum)
-                # Only what changed is written: a refused or empty change leaves the
-                # index file as it was.
-                if was is None or was.row() != share.row():
-                    present.append(share)
-            if present:
-                self.index.put_many(present)
-            if gone:
-                self.index.remove_many(gone)
+            self.index.update(keys, self._read_share)
         except sqlite3.Error as error:
             # The files changed and the index could not follow (a full disk?): from now on
             # it is not trusted; the files answer until the lease checker has rebuilt it.
             self._lose_step(error)
+
+    def refresh_collected(self, keys: list[tuple[bytes, int]]) -> bool:
+        """:meth:`refresh`, in a worker thread, for shares garbage collection changed under
+        prefixes the index holds: whether done (if not, :meth:`refresh` them on the reactor
+        thread, which also sees to an index that cannot be written). The reactor thread
+        waits for the disk only if it changes a share meanwhile."""
+        if not all(self.prefix_indexed(prefix_number(si)) for si, _ in keys):
+            return False
+        try:
+            self.index.update(keys, self._read_share)
+        except sqlite3.Error:
+            return False
+        return True
+
+    def _read_share(self, storage_index: bytes, shnum: int) -> IndexedShare | None:
+        return scan_share(self.share_path(storage_index, shnum), storage_index, shnum)
 
     def _lose_step(self, error: Exception) -> None:
         self._log.warn("share index out of step with the shares ({error}); rebuilding it",

@@ -14,9 +14,13 @@ expiration times packed as ``>L`` each, with their minimum and maximum
 Running totals (buckets, shares, bytes) are kept in memory and saved with
 the index. ``docs/formats/share-index.md`` has the schema.
 
-Every write goes through one connection, used by the reactor thread; the
-lease checker's worker threads read through connections of their own
-(:meth:`ShareIndex.reader`), which WAL lets run beside the writer.
+Each thread that uses a :class:`ShareIndex` does so through a connection of
+its own (the reactor thread's is the one it was opened with), so one that
+waits for the disk holds up no other: the lease checker's worker threads
+bring the rows of what they collected in step themselves, and read through
+read-only connections (:meth:`ShareIndex.reader`), which WAL lets run beside
+a writer. Writes are taken one at a time under a lock, which also keeps the
+running totals.
 """
 from __future__ import annotations
 
@@ -24,7 +28,7 @@ import os
 import sqlite3
 import struct
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from attrs import frozen
@@ -149,7 +153,7 @@ class IndexReader:
 
     def shares(self, storage_index: bytes) -> dict[int, IndexedShare]:
         """Every indexed share of a storage index."""
-        return _shares(self._connection, storage_index)
+        return _shares(self.connection, storage_index)
 
     def with_expired_leases(self, threshold: int, kinds: Iterable[int], limit: int,
                             after: tuple[int, bytes, int] | None = None) -> list[IndexedShare]:
@@ -161,7 +165,7 @@ class IndexReader:
             return []
         marks = ", ".join("?" * len(kinds))
         start = after or (NO_LEASE - 1, b"", -1)
-        rows = self._connection.execute(
+        rows = self.connection.execute(
             f"SELECT {_COLUMNS} FROM shares WHERE min_expiration < ? AND kind IN ({marks}) "
             "AND (min_expiration, si, shnum) > (?, ?, ?) "
             "ORDER BY min_expiration, si, shnum LIMIT ?",
@@ -172,7 +176,7 @@ class IndexReader:
         """Every share, in (storage index, share number) order, read in batches."""
         last: tuple[bytes, int] = (b"", -1)
         while True:
-            rows = self._connection.execute(
+            rows = self.connection.execute(
                 f"SELECT {_COLUMNS} FROM shares WHERE (si, shnum) > (?, ?) "
                 "ORDER BY si, shnum LIMIT ?", (*last, batch)).fetchall()
             if not rows:
@@ -188,14 +192,14 @@ class IndexReader:
 
     def rows_in_prefix(self, prefix: int) -> list[tuple[Any, ...]]:
         """:meth:`shares_in_prefix` as table rows (:meth:`IndexedShare.row`'s shape)."""
-        return self._connection.execute(
+        return self.connection.execute(
             f"SELECT {_COLUMNS} FROM shares WHERE si >= ? AND si < ? ORDER BY si, shnum",
             _prefix_range(prefix)).fetchall()
 
     def bucket_count_and_first(self, prefix: int) -> tuple[int, bytes | None]:
         """How many storage indexes have a share under one prefix directory, and the
         smallest of them (None if none)."""
-        count, first = self._connection.execute(
+        count, first = self.connection.execute(
             "SELECT count(DISTINCT si), min(si) FROM shares WHERE si >= ? AND si < ?",
             _prefix_range(prefix)).fetchone()
         return count, None if first is None else bytes(first)
@@ -211,19 +215,21 @@ def open_reader(path: str | os.PathLike[str]) -> IndexReader:
 class ShareIndex(IndexReader):
     """The index of one storage directory (``storage/share-index.sqlite``), and its writer.
 
-    Its queries (:class:`IndexReader`) run on the writer's connection: for the reactor thread.
+    Its queries (:class:`IndexReader`) and writes run on the calling thread's own
+    connection, opened at its first use (the module docstring).
 
     :param path: the database file (created if missing).
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self._db = self._connect()
         super().__init__(self._db)
+        self._owner = threading.get_ident()
+        #: The other threads' writing connections.
+        self._threads = threading.local()
+        self._write_lock = threading.Lock()
         self._db.execute("PRAGMA journal_mode=WAL")
-        # No waiting for the disk while running: after a crash the index is rebuilt anyway
-        # (it is trusted only after a clean stop, and :meth:`close` makes that durable).
-        self._db.execute("PRAGMA synchronous=OFF")
         self._db.executescript(_SCHEMA)
         version = self.get_meta("schema-version")
         if version not in (None, SCHEMA_VERSION):
@@ -233,6 +239,26 @@ class ShareIndex(IndexReader):
         self._readers = threading.local()
         self._reader_connections: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
+
+    def _connect(self) -> sqlite3.Connection:
+        connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        # No waiting for the disk while running: after a crash the index is rebuilt anyway
+        # (it is trusted only after a clean stop, and :meth:`close` makes that durable).
+        connection.execute("PRAGMA synchronous=OFF")
+        return connection
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The calling thread's connection (the first thread's is the one opened with the
+        index; another's opened at its first use and closed with the index)."""
+        if threading.get_ident() == self._owner:
+            return self._db
+        connection = getattr(self._threads, "connection", None)
+        if connection is None:
+            connection = self._threads.connection = self._connect()
+            with self._readers_lock:
+                self._reader_connections.append(connection)
+        return connection
 
     def reader(self) -> "IndexReader":
         """Read-only access for the calling thread (a connection of its own)."""
@@ -247,12 +273,14 @@ class ShareIndex(IndexReader):
 
     def get_meta(self, key: str) -> Any:
         """A value kept beside the rows (None if unset)."""
-        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        row = self.connection.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else row[0]
 
     def set_meta(self, key: str, value: Any) -> None:
         """Keep ``value`` (int, float, text or None) under ``key``."""
-        self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+        with self._write_lock:
+            self.connection.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                                    (key, value))
 
     # -- totals
 
@@ -265,11 +293,13 @@ class ShareIndex(IndexReader):
 
     def count_totals(self) -> Totals:
         """Count the totals from the rows (slow at a million shares; done after a rebuild)."""
-        shares, size = self._db.execute(
-            "SELECT count(*), coalesce(sum(size), 0) FROM shares").fetchone()
-        buckets = self._db.execute("SELECT count(DISTINCT si) FROM shares").fetchone()[0]
-        self._totals = Totals(buckets, shares, size)
-        return self._totals
+        with self._write_lock:
+            db = self.connection
+            shares, size = db.execute(
+                "SELECT count(*), coalesce(sum(size), 0) FROM shares").fetchone()
+            buckets = db.execute("SELECT count(DISTINCT si) FROM shares").fetchone()[0]
+            self._totals = Totals(buckets, shares, size)
+            return self._totals
 
     @property
     def totals(self) -> Totals:
@@ -293,7 +323,10 @@ class ShareIndex(IndexReader):
 
     def put_many(self, shares: Iterable[IndexedShare]) -> None:
         """Add or replace several rows in one transaction."""
-        db = self._db
+        with self._write_lock:
+            self._put_many(self.connection, shares)
+
+    def _put_many(self, db: sqlite3.Connection, shares: Iterable[IndexedShare]) -> None:
         buckets, count, size = self._totals.buckets, self._totals.shares, self._totals.bytes
         db.execute("BEGIN")
         try:
@@ -317,13 +350,43 @@ class ShareIndex(IndexReader):
             raise
         self._totals = Totals(buckets, count, size)
 
+    def update(self, keys: Iterable[tuple[bytes, int]],
+               read: Callable[[bytes, int], IndexedShare | None]) -> None:
+        """Bring these shares' rows in step with their files: ``read`` each (None: the file
+        is gone) and write what changed, in one hold of the write lock, so that no other
+        thread's reading of a file can be written between this one's reading and writing.
+        (A row that is not there is not looked up for a file gone, which matters for the
+        thousands garbage collection hands over.)"""
+        with self._write_lock:
+            db = self.connection
+            present, gone = [], []
+            known: dict[bytes, dict[int, IndexedShare]] = {}
+            for storage_index, shnum in keys:
+                share = read(storage_index, shnum)
+                if share is None:
+                    gone.append((storage_index, shnum))
+                    continue
+                if storage_index not in known:
+                    known[storage_index] = _shares(db, storage_index)
+                was = known[storage_index].get(shnum)
+                # only what changed is written: a refused or empty change leaves the file
+                if was is None or was.row() != share.row():
+                    present.append(share)
+            if present:
+                self._put_many(db, present)
+            if gone:
+                self._remove_many(db, gone)
+
     def remove(self, storage_index: bytes, shnum: int) -> None:
         """Forget one share (after its file was deleted)."""
         self.remove_many([(storage_index, shnum)])
 
     def remove_many(self, keys: Iterable[tuple[bytes, int]]) -> None:
         """Forget several shares in one transaction (those not indexed are skipped)."""
-        db = self._db
+        with self._write_lock:
+            self._remove_many(self.connection, keys)
+
+    def _remove_many(self, db: sqlite3.Connection, keys: Iterable[tuple[bytes, int]]) -> None:
         buckets, count, size = self._totals.buckets, self._totals.shares, self._totals.bytes
         db.execute("BEGIN")
         try:
@@ -347,29 +410,33 @@ class ShareIndex(IndexReader):
         """Make ``rows`` (:meth:`IndexedShare.row`) those of one prefix directory (a rebuild
         read them from the files). The running totals are left alone: :meth:`count_totals`
         after the rebuild."""
-        db = self._db
-        db.execute("BEGIN")
-        try:
-            db.execute("DELETE FROM shares WHERE si >= ? AND si < ?", _prefix_range(prefix))
-            db.executemany(f"INSERT OR REPLACE INTO shares ({_COLUMNS}) VALUES "
-                           "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+        with self._write_lock:
+            db = self.connection
+            db.execute("BEGIN")
+            try:
+                db.execute("DELETE FROM shares WHERE si >= ? AND si < ?", _prefix_range(prefix))
+                db.executemany(f"INSERT OR REPLACE INTO shares ({_COLUMNS}) VALUES "
+                               "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
 
     def clear(self) -> None:
         """Forget every share (before a rebuild)."""
-        self._db.execute("DELETE FROM shares")
-        self._totals = Totals()
+        with self._write_lock:
+            self.connection.execute("DELETE FROM shares")
+            self._totals = Totals()
 
     def sync(self) -> None:
         """Make everything written so far durable (before a clean stop is recorded)."""
-        self._db.execute("PRAGMA synchronous=FULL")
-        try:
-            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        finally:
-            self._db.execute("PRAGMA synchronous=OFF")
+        with self._write_lock:
+            db = self.connection
+            db.execute("PRAGMA synchronous=FULL")
+            try:
+                db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            finally:
+                db.execute("PRAGMA synchronous=OFF")
 
     def close(self) -> None:
         """Close the database (and the readers' connections)."""
