@@ -119,9 +119,11 @@ def _run_reactor(nodedir: Any, pidfile: Path, allow_stdin_close: bool, stderr: T
     from twisted.python import log
 
     from ..node.fileutil import write_atomically
+    from ..node.logwriter import BackgroundWriter
     from ..node.service import Node
 
-    log.startLogging(sys.stdout, setStdout=False)
+    log_output = BackgroundWriter(sys.stdout)
+    log.startLogging(log_output, setStdout=False)
     started = _process_start_time(os.getpid()) or ""
     write_atomically(pidfile, f"{os.getpid()} {started}\n")
     node = Node(nodedir, reactor)
@@ -168,4 +170,5 @@ def _run_reactor(nodedir: Any, pidfile: Path, allow_stdin_close: bool, stderr: T
         reactor.run(installSignalHandlers=False)  # type: ignore[attr-defined]
     finally:
         pidfile.unlink(missing_ok=True)
+        log_output.close()
     return outcome["code"]
