@@ -73,9 +73,14 @@ def _comparable(share: Any) -> tuple:
 
 
 def assert_index_in_step(server: StorageServer) -> None:
-    """The server's index holds exactly what its files hold (a fresh index is trusted)."""
+    """The server's index holds exactly what its files hold (a fresh index is trusted), and
+    its running totals are those of its rows."""
     if server.index.fresh:
-        assert shares_indexed(server) == shares_on_disk(Path(server.index.storage_dir))
+        on_disk = shares_on_disk(Path(server.index.storage_dir))
+        assert shares_indexed(server) == on_disk
+        totals = server.index.index.totals
+        assert (totals.buckets, totals.shares, totals.bytes) == (
+            len({si for si, _ in on_disk}), len(on_disk), sum(row[1] for row in on_disk.values()))
 
 
 def snapshot(root: Path) -> dict[str, bytes | None]:

@@ -15,11 +15,13 @@ import json
 import os
 import pickle
 import subprocess
+import threading
 from collections.abc import Iterator
 from io import StringIO
 from pathlib import Path
 
 import pytest
+from twisted.internet import defer
 from twisted.internet.task import Clock
 from twisted.web.test.requesthelper import DummyRequest
 
@@ -30,6 +32,7 @@ from tahoe.storage.crawler import BucketCountingCrawler, LeaseCheckingCrawler
 from tahoe.storage.disk import open_file
 from tahoe.storage.leases import LEASE_DURATION, ExpiryPolicy
 from tahoe.storage.server import StorageServer
+from tahoe.storage.share_index import ShareIndex
 from tahoe.web.storage_status import StorageStatusResource
 from tests.shell.storage_support import assert_index_in_step, clock_at, make_server, numbered_si
 from tests.support.leased import leased_bucket
@@ -505,18 +508,52 @@ def test_only_the_cycles_end_waits_for_the_disk(root: Path, clock: Clock,
                                     ".lease_checker.state.json.tmp-%d" % os.getpid()])
 
 
+def _in_a_thread(function, *args):  # type: ignore[no-untyped-def]
+    """A crawler's ``run_in_thread`` that really runs the work in another thread (and waits
+    for it, so a cycle still runs whole within one ``clock.advance``)."""
+    result: list = []
+    worker = threading.Thread(target=lambda: result.append(function(*args)))
+    worker.start()
+    worker.join()
+    return defer.succeed(result[0])
+
+
+def test_a_rebuild_writes_each_prefix_in_the_worker_thread(
+        root: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A walk rebuilding the index puts each prefix's rows in from the worker thread that
+    read them; the reactor thread then only reads again what the server changed meanwhile.
+    The running totals come out as the rows' (no count over the table at the end)."""
+    server = make_server(root, clock)
+    for n in range(5):
+        _immutable(server, n)
+    clock.advance(LEASE_DURATION + DAY)
+    live = _immutable(server, 8)
+    main = threading.get_ident()
+    writers: list[int] = []
+    replace_prefix = ShareIndex.replace_prefix
+
+    def recording(self: ShareIndex, prefix, rows):  # type: ignore[no-untyped-def]
+        writers.append(threading.get_ident())
+        return replace_prefix(self, prefix, rows)
+
+    monkeypatch.setattr(ShareIndex, "replace_prefix", recording)
+    checker = _checker(root, clock, server, ExpiryPolicy("age"), True, "rebuilding")
+    monkeypatch.setattr(ShareIndex, "count_totals", None)  # not called from here on
+    checker._run_in_thread = _in_a_thread
+    _run_cycle(checker, clock)  # (checks the index and its totals against the files)
+    assert len(writers) == len(paths.all_prefixes()) and main not in writers
+    assert checker.deleted_shares == 10
+    assert _servers[-1].index.index.totals.shares == 2
+    assert set(_servers[-1].get_buckets(live)) == {0, 1}
+    checker.stop()
+
+
 def test_collection_from_the_index_writes_its_rows_in_the_worker_thread(
         root: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
     """Garbage collection by the index brings the rows of what it deleted or trimmed in step
     in the worker thread that collected (on that thread's own connection), so the reactor
     thread never waits for the index's disk during a cycle; the index ends in step, and a
     share the server changes meanwhile (on the reactor thread) is written there as before."""
-    import threading
-
-    from twisted.internet import defer
-
-    from tahoe.storage.share_index import ShareIndex
-
     server = make_server(root, clock)
     old = [_immutable(server, n) for n in range(4)]
     clock.advance(20 * DAY)
@@ -533,15 +570,8 @@ def test_collection_from_the_index_writes_its_rows_in_the_worker_thread(
 
     monkeypatch.setattr(ShareIndex, "update", recording_update)
 
-    def in_a_thread(function, *args):  # type: ignore[no-untyped-def]
-        result: list = []
-        worker = threading.Thread(target=lambda: result.append(function(*args)))
-        worker.start()
-        worker.join()
-        return defer.succeed(result[0])
-
     checker = LeaseCheckingCrawler(root, clock, server.index, ExpiryPolicy("age"), True,
-                                   run_in_thread=in_a_thread, slow_start=0)
+                                   run_in_thread=_in_a_thread, slow_start=0)
     _servers.append(server)
     _run_cycle(checker, clock)
     assert checker.deleted_shares == 6  # the three old buckets with one lease

@@ -372,6 +372,8 @@ class PrefixOutcome:
     :ivar figures: the cycle figures of its buckets (None if it did not count).
     :ivar rows: for a prefix the index did not hold: the row of every share left, read
         from its file (after garbage collection changed it).
+    :ivar rows_written: whether the worker thread put ``rows`` in the index already
+        (:meth:`~.indexing.IndexKeeper.write_scanned`).
     :ivar changed: for a prefix the index holds: shares whose files garbage collection
         changed or deleted, if the worker thread could not bring their rows in step
         (:meth:`~.indexing.IndexKeeper.refresh_collected`): the reactor thread does.
@@ -380,6 +382,7 @@ class PrefixOutcome:
 
     figures: dict[str, Any] | None
     rows: list[tuple[Any, ...]] | None = None
+    rows_written: bool = False
     changed: list[tuple[bytes, int]] = field(factory=list)
     deleted: int = 0
 
@@ -504,7 +507,9 @@ class LeaseCheckingCrawler(ShareCrawler):
                                        d.storage_index, d.shnum)
                     if share is not None:
                         rows.append(share.row())
-        return PrefixOutcome(scan.figures, rows=rows, deleted=_deletions(done))
+        written = self.keeper.write_scanned(prefix_value(job.prefix), rows)
+        return PrefixOutcome(scan.figures, rows=rows, rows_written=written,
+                             deleted=_deletions(done))
 
     def _collect(self, delete: list[tuple[bytes, int]], trim: list[tuple[bytes, int]],
                  now: float, collectors: Executor | None = None) -> list[Outcome]:
@@ -534,7 +539,7 @@ class LeaseCheckingCrawler(ShareCrawler):
     def apply_prefix(self, cycle: int, job: PrefixJob, result: PrefixOutcome) -> None:
         keeper = self.keeper
         if result.rows is not None:
-            keeper.scanned(prefix_value(job.prefix), result.rows)
+            keeper.scanned(prefix_value(job.prefix), result.rows, result.rows_written)
         if result.changed:
             keeper.refresh(result.changed)
         if result.figures is not None:

@@ -137,13 +137,28 @@ class IndexKeeper:
         """Whether the rows of a prefix (:func:`~.share_index.prefix_value`) are in."""
         return self.fresh or prefix in self._scanned
 
-    def scanned(self, prefix: int, rows: list[tuple[Any, ...]]) -> None:
-        """The rows a rebuild read from one prefix's files: put them in, then read again the
-        shares the server changed meanwhile."""
+    def write_scanned(self, prefix: int, rows: list[tuple[Any, ...]]) -> bool:
+        """In the worker thread that read a prefix's files for a rebuild: put its rows in,
+        so the reactor thread does not wait for the index's disk; whether done. The prefix
+        counts as indexed only once :meth:`scanned` (on the reactor thread) has read again
+        the shares the server changed meanwhile."""
+        if self.fresh:
+            return False
+        try:
+            self.index.replace_prefix(prefix, rows)
+        except sqlite3.Error:
+            return False  # (scanned tries again, and says why it cannot)
+        return True
+
+    def scanned(self, prefix: int, rows: list[tuple[Any, ...]], written: bool = False) -> None:
+        """The rows a rebuild read from one prefix's files: put them in (unless ``written``
+        already, by :meth:`write_scanned`), then read again the shares the server changed
+        meanwhile."""
         if self.fresh:
             return  # indexed meanwhile (it can only have been by this walk)
         try:
-            self.index.replace_prefix(prefix, rows)
+            if not written:
+                self.index.replace_prefix(prefix, rows)
         except sqlite3.Error as error:
             self._log.warn("share index: cannot write prefix {prefix}: {error}",
                            prefix=prefix, error=str(error))
@@ -159,8 +174,7 @@ class IndexKeeper:
         if self.fresh:
             return
         try:
-            self.index.count_totals()
-            self.index.set_meta("complete", 1)
+            self.index.set_meta("complete", 1)  # (the totals were kept prefix by prefix)
         except sqlite3.Error as error:
             self._log.warn("share index: cannot finish the rebuild: {error}", error=str(error))
             return

@@ -237,8 +237,9 @@ class ShareIndex(IndexReader):
         self.set_meta("schema-version", SCHEMA_VERSION)
         self._totals = self._load_totals()
         self._readers = threading.local()
-        self._reader_connections: list[sqlite3.Connection] = []
-        self._readers_lock = threading.Lock()
+        #: Other threads' connections, readers' and writers' (closed with the index).
+        self._thread_connections: list[sqlite3.Connection] = []
+        self._thread_connections_lock = threading.Lock()
 
     def _connect(self) -> sqlite3.Connection:
         connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -256,8 +257,8 @@ class ShareIndex(IndexReader):
         connection = getattr(self._threads, "connection", None)
         if connection is None:
             connection = self._threads.connection = self._connect()
-            with self._readers_lock:
-                self._reader_connections.append(connection)
+            with self._thread_connections_lock:
+                self._thread_connections.append(connection)
         return connection
 
     def reader(self) -> "IndexReader":
@@ -265,8 +266,8 @@ class ShareIndex(IndexReader):
         reader = getattr(self._readers, "reader", None)
         if reader is None:
             reader = self._readers.reader = open_reader(self.path)
-            with self._readers_lock:
-                self._reader_connections.append(reader.connection)
+            with self._thread_connections_lock:
+                self._thread_connections.append(reader.connection)
         return reader
 
     # -- meta
@@ -408,19 +409,26 @@ class ShareIndex(IndexReader):
 
     def replace_prefix(self, prefix: int, rows: Iterable[tuple[Any, ...]]) -> None:
         """Make ``rows`` (:meth:`IndexedShare.row`) those of one prefix directory (a rebuild
-        read them from the files). The running totals are left alone: :meth:`count_totals`
-        after the rebuild."""
+        read them from the files; one row per share), keeping the running totals."""
+        rows = list(rows)
         with self._write_lock:
             db = self.connection
             db.execute("BEGIN")
             try:
-                db.execute("DELETE FROM shares WHERE si >= ? AND si < ?", _prefix_range(prefix))
+                gone = db.execute("DELETE FROM shares WHERE si >= ? AND si < ? RETURNING si, size",
+                                  _prefix_range(prefix)).fetchall()
                 db.executemany(f"INSERT OR REPLACE INTO shares ({_COLUMNS}) VALUES "
                                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
+            # (the buckets of different prefixes are different storage indexes)
+            was = self._totals
+            self._totals = Totals(
+                was.buckets - len({bytes(si) for si, _ in gone}) + len({row[0] for row in rows}),
+                was.shares - len(gone) + len(rows),
+                was.bytes - sum(size for _, size in gone) + sum(row[3] for row in rows))
 
     def clear(self) -> None:
         """Forget every share (before a rebuild)."""
@@ -439,11 +447,11 @@ class ShareIndex(IndexReader):
                 db.execute("PRAGMA synchronous=OFF")
 
     def close(self) -> None:
-        """Close the database (and the readers' connections)."""
-        with self._readers_lock:
-            for connection in self._reader_connections:
+        """Close the database (and the other threads' connections)."""
+        with self._thread_connections_lock:
+            for connection in self._thread_connections:
                 connection.close()
-            self._reader_connections.clear()
+            self._thread_connections.clear()
         self._db.close()
 
     def size_on_disk(self) -> int:
