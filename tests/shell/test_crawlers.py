@@ -460,6 +460,13 @@ def test_storage_page_shows_the_crawlers_as_tahoe_does(root: Path, clock: Clock)
     assert progress["cycle-in-progress"] is False
     assert progress["remaining-wait-time"] == pytest.approx(checker.minimum_cycle_time)
     assert progress["estimated-time-per-cycle"] == 0.0
+    assert body == (json.dumps(page, indent=1) + "\n").encode()  # Tahoe's text, byte for byte
+    _immutable(server, 3)  # the counter's next cycle changes its state in place
+    clock.advance(counter.minimum_cycle_time)
+    again = _render_storage(resource, "json")[1]
+    assert json.loads(again)["bucket-counter"]["last-complete-bucket-count"] == 4
+    assert again == (json.dumps(json.loads(again), indent=1) + "\n").encode()
+    assert _render_storage(resource, "json")[1] == again
     code, body = _render_storage(resource)
     text = body.decode()
     assert code == 200 and "Storage Server Status" in text and "v0-abc" in text

@@ -54,6 +54,27 @@ def progress_json(checker: LeaseCheckingCrawler, now: float) -> dict[str, Any]:
             "estimated-time-per-cycle": durations[-1] if durations else None}
 
 
+class _IndentedPart:
+    """One part of the ``t=json`` document as ``json.dumps(document, indent=1)`` writes it
+    one level down, encoded again only when the part changed. The standard library
+    indents in Python, ten times slower than its compact encoder (10 ms against 0.9 for
+    the crawlers' states at a million shares, most of a request's time): the compact
+    encoding, which determines the indented one, tells whether the part changed."""
+
+    def __init__(self) -> None:
+        self._compact: str | None = None
+        self._indented = ""
+
+    def text(self, value: Any) -> str:
+        """``value`` indented as a member of the top-level object (a JSON string holds
+        no raw newline, so every newline is indentation)."""
+        compact = json.dumps(value)
+        if compact != self._compact:
+            self._indented = json.dumps(value, indent=1).replace("\n", "\n ")
+            self._compact = compact
+        return self._indented
+
+
 def _space_meter(stats: dict[str, Any]) -> str:
     total = stats.get("storage_server.disk_total")
     used = stats.get("storage_server.disk_used")
@@ -152,10 +173,19 @@ class StorageStatusResource(resource.Resource):
         self._stats = stats
         self._crawlers = crawlers
         self._clock = clock
+        self._parts: dict[str, _IndentedPart] = {}
 
     def render_GET(self, request: Request) -> Any:  # noqa: N802 (Twisted)
         """HTML, or Tahoe's JSON for ``t=json``."""
         return render_async(request, self._render)
+
+    def _json(self, document: dict[str, Any]) -> str:
+        """``json.dumps(document, indent=1) + "\\n"``, Tahoe's text, byte for byte."""
+        members = []
+        for key, value in document.items():
+            part = self._parts.setdefault(key, _IndentedPart())
+            members.append(f" {json.dumps(key)}: {part.text(value)}")
+        return "{\n" + ",\n".join(members) + "\n}\n"
 
     async def _render(self, request: Request) -> bytes:
         fmt = (arg(request, "t") or "").lower()
@@ -173,6 +203,6 @@ class StorageStatusResource(resource.Resource):
         }
         if fmt == "json":
             request.setHeader(b"Content-Type", b"application/json")
-            return (json.dumps(document, indent=1) + "\n").encode("utf-8")
+            return self._json(document).encode("utf-8")
         request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
         return _page(self._identity, document, self._clock.seconds()).encode("utf-8")
