@@ -21,6 +21,8 @@ from io import StringIO
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from twisted.internet import defer
 from twisted.internet.task import Clock
 from twisted.web.test.requesthelper import DummyRequest
@@ -591,3 +593,23 @@ def test_collection_from_the_index_writes_its_rows_in_the_worker_thread(
     assert writers == [(main, id(server.index.index._db))]
     assert_index_in_step(server)
     checker.stop()
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.text(max_size=6) | st.integers(), inner, max_size=4),
+    max_leaves=20)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_JSON | st.dictionaries(st.text(max_size=6), _JSON, max_size=5),
+                min_size=1, max_size=4))
+def test_the_storage_pages_json_is_the_standard_librarys_text(values: list) -> None:
+    """One part of ``/storage?t=json`` shown several times as it changes (its members
+    cached one by one): each time, the text ``json.dumps(document, indent=1)`` gives."""
+    from tahoe.web.storage_status import _IndentedPart
+
+    part = _IndentedPart()
+    for value in values:
+        assert part.text(value) == json.dumps(value, indent=1).replace("\n", "\n ")
