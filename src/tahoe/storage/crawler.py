@@ -342,8 +342,7 @@ class BucketCountingCrawler(ShareCrawler):
         """The prefix's bucket count and a sample bucket name: one query of a fresh index
         (its smallest storage index), else a listing (its first name)."""
         if _indexed(self.keeper, job.prefix):
-            count, first = self.keeper.index.reader().bucket_count_and_first(
-                prefix_value(job.prefix))
+            count, first = self.keeper.index.bucket_count_and_first(prefix_value(job.prefix))
             return count, None if first is None else paths.storage_index_to_b32(first)
         try:
             names = sorted(os.listdir(self.shares_dir / job.prefix))
@@ -468,7 +467,7 @@ class LeaseCheckingCrawler(ShareCrawler):
             done = [Outcome(*collected) for collected in scan.collected]
             outcome.changed = [(d.storage_index, d.shnum) for d in done]
         else:
-            scan = plan_from_index(self.keeper.index.reader(), job.prefix, job.after_bucket,
+            scan = plan_from_index(self.keeper.index, job.prefix, job.after_bucket,
                                    now, self.policy, self.enabled)
             done = self._collect(scan.delete, scan.trim, now, self.collectors)
             # (a scanning process that failed may have collected some of them before it

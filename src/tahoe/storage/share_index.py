@@ -16,11 +16,11 @@ the index. ``docs/formats/share-index.md`` has the schema.
 
 Each thread that uses a :class:`ShareIndex` does so through a connection of
 its own (the reactor thread's is the one it was opened with), so one that
-waits for the disk holds up no other: the lease checker's worker threads
-bring the rows of what they collected in step themselves, and read through
-read-only connections (:meth:`ShareIndex.reader`), which WAL lets run beside
-a writer. Writes are taken one at a time under a lock, which also keeps the
-running totals.
+waits for the disk holds up no other, and WAL lets its reads run beside a
+write: the lease checker's worker threads read rows and bring the rows of
+what they collected in step themselves. Writes are taken one at a time
+under a lock, which also keeps the running totals. (Other processes read
+through :func:`open_reader`.)
 """
 from __future__ import annotations
 
@@ -141,7 +141,8 @@ _COLUMNS = ("si, shnum, kind, size, disk_bytes, bucket_disk_bytes, data_length, 
 
 
 class IndexReader:
-    """Queries on one connection (a worker thread's own, from :meth:`ShareIndex.reader`)."""
+    """Queries on one connection (:func:`open_reader`; a :class:`ShareIndex` runs them on the
+    calling thread's own)."""
 
     def __init__(self, connection: sqlite3.Connection) -> None:
         self._connection = connection
@@ -226,8 +227,11 @@ class ShareIndex(IndexReader):
         self._db = self._connect()
         super().__init__(self._db)
         self._owner = threading.get_ident()
-        #: The other threads' writing connections.
+        #: The other threads' connections (each thread's in ``connection``), closed with
+        #: the index.
         self._threads = threading.local()
+        self._thread_connections: list[sqlite3.Connection] = []
+        self._thread_connections_lock = threading.Lock()
         self._write_lock = threading.Lock()
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.executescript(_SCHEMA)
@@ -236,10 +240,6 @@ class ShareIndex(IndexReader):
             raise ValueError(f"{self.path}: unknown index schema {version!r}")
         self.set_meta("schema-version", SCHEMA_VERSION)
         self._totals = self._load_totals()
-        self._readers = threading.local()
-        #: Other threads' connections, readers' and writers' (closed with the index).
-        self._thread_connections: list[sqlite3.Connection] = []
-        self._thread_connections_lock = threading.Lock()
 
     def _connect(self) -> sqlite3.Connection:
         connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -260,15 +260,6 @@ class ShareIndex(IndexReader):
             with self._thread_connections_lock:
                 self._thread_connections.append(connection)
         return connection
-
-    def reader(self) -> "IndexReader":
-        """Read-only access for the calling thread (a connection of its own)."""
-        reader = getattr(self._readers, "reader", None)
-        if reader is None:
-            reader = self._readers.reader = open_reader(self.path)
-            with self._thread_connections_lock:
-                self._thread_connections.append(reader.connection)
-        return reader
 
     # -- meta
 
@@ -293,7 +284,8 @@ class ShareIndex(IndexReader):
         return self.count_totals()
 
     def count_totals(self) -> Totals:
-        """Count the totals from the rows (slow at a million shares; done after a rebuild)."""
+        """Count the totals from the rows (slow at a million shares: only when an index
+        opened without saved totals; every write keeps them after that)."""
         with self._write_lock:
             db = self.connection
             shares, size = db.execute(

@@ -205,7 +205,7 @@ class StorageStatusResource(resource.Resource):
         members = []
         for key, value in document.items():
             part = self._parts.setdefault(key, _IndentedPart())
-            members.append(f" {json.dumps(key)}: {part.text(value)}")
+            members.append(f" {encode_basestring_ascii(key)}: {part.text(value)}")
         return "{\n" + ",\n".join(members) + "\n}\n"
 
     async def _render(self, request: Request) -> bytes:
