@@ -20,6 +20,7 @@ from __future__ import annotations
 import http.client
 import os
 import random
+import re
 import shutil
 import time
 from collections.abc import Iterator
@@ -36,6 +37,7 @@ from tests.integration.test_local_grid import all_servers_back, share_files  # n
 from tests.support.dirapi import WebAPI
 from tests.support.processes import wait_until
 from tests.support.proxied_grid import ProxiedGrid
+from tests.support.proxy import S2C
 from tests.support.reliability import FaultRun, fault_run, record_limit, seeds
 from tests.support.webapi import WebError
 
@@ -223,3 +225,22 @@ def test_mutable_reads_with_lying_servers(grid: ProxiedGrid, fmt: str) -> None:
                     run.checked(answer.body)
                 else:
                     assert 400 <= answer.status < 600 and answer.body != data
+
+
+def test_a_failed_download_says_why_each_share_was_dropped(grid: ProxiedGrid) -> None:
+    """Eight servers' connections reset while their blocks flow: the download fails, and its
+    error names every share it dropped, its server and why (not only the corrupt ones)."""
+    data = random.Random(1340).randbytes(3_000_000)  # blocks of about 350 kB: the bulk connection
+    cap = grid.client.upload(data)
+    cut = sorted({_server_of(grid, path) for path in share_files(grid, cap)})[:8]
+    for index in cut:
+        grid.proxies[index].cut_after(200_000, direction=S2C, kill=True)
+    status, body, _ = _fetch(grid, cap)
+    text = body.decode("utf-8", "replace")
+    assert status == 410 and text.startswith("NotEnoughSharesError: "), (status, text[:500])
+    reasons = re.findall(r"; share (\d) on '([^']+)': (\w+): ", text)
+    assert reasons, text
+    nicknames = {grid.servers[index].info.nickname for index in cut}
+    assert {nickname for _, nickname, _ in reasons} <= nicknames, text
+    assert {kind for _, _, kind in reasons} == {"ServerGone"}, text
+    assert len(reasons) == len(set(reasons)), text  # each dropped share said once

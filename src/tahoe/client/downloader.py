@@ -101,6 +101,8 @@ class FileDownload:
         self.candidates: list[_Share] = []
         self.active: dict[int, _Share] = {}
         self.corrupt: dict[int, str] = {}
+        #: Why each dropped share was dropped, in order ("share N on 'server': reason").
+        self.dropped: list[str] = []
         self._located: Deferred | None = None
         self._answers = 0
         self._asked = 0
@@ -235,23 +237,29 @@ class FileDownload:
         if len(self.active) < count:
             found = len({s.shnum for s in self.candidates if s.bad is None})
             distinct = len({s.shnum for s in self.candidates})
-            detail = "".join(f"; share {n}: {r}" for n, r in sorted(self.corrupt.items()))
             cls = NoSharesError if distinct == 0 else NotEnoughSharesError
             raise cls(f"ran out of shares: found {found} good of {distinct} distinct shares "
-                      f"on {self._asked} servers, needed {self.cap.needed}{detail}",
+                      f"on {self._asked} servers, needed {self.cap.needed}{self._why()}",
                       min(found, len(self.active)), self.cap.needed)
 
     def _mark_bad(self, share: _Share, failure: Any) -> None:
         error = failure.value if hasattr(failure, "value") else failure
         reason = error.reason if isinstance(error, CorruptShare) else \
             f"{type(error).__name__}: {error}"
-        share.bad = reason
         if self.active.get(share.shnum) is share:
             del self.active[share.shnum]
+        if share.bad is not None:
+            return  # dropped already: the reads of other segments in flight failed with it
+        share.bad = reason
         if isinstance(error, CorruptShare):
             self.corrupt.setdefault(share.shnum, reason)
             share.report(f"corruption in share {share.shnum}: {reason}")
+        self.dropped.append(f"share {share.shnum} on {share.server.nickname!r}: {reason}")
         log.msg(f"download {self.si.hex()[:8]}: dropping share {share.shnum}: {reason}")
+
+    def _why(self) -> str:
+        """Every dropped share's reason, for an error's message: corrupt or not, each is news."""
+        return "".join(f"; {line}" for line in self.dropped)
 
     async def _ensure_open(self) -> None:
         await self._locate()
@@ -325,7 +333,7 @@ class FileDownload:
                     # Nothing left to wait for (a late timer may come after the last answer).
                     raise NotEnoughSharesError(
                         f"segment {segnum}: only {len(blocks)} good blocks, needed {needed}"
-                        + "".join(f"; share {n}: {r}" for n, r in sorted(self.corrupt.items())),
+                        + self._why(),
                         len(blocks), needed)
         finally:
             if timer.active():
