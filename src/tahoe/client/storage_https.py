@@ -20,7 +20,8 @@ from typing import Any
 from twisted.internet.defer import Deferred, DeferredList, fail, succeed
 from twisted.python.failure import Failure
 
-from ..httpwire.client import HTTPClientError, HTTPResponse, PersistentConnection
+from ..httpwire.client import (RESENDABLE, HTTPClientError, HTTPResponse, PersistentConnection,
+                               StaleConnection)
 from ..httpwire.threaded import ThreadedConnection
 from ..storage import http_messages as messages
 from ..storage.http_messages import MessageError, Secret
@@ -85,14 +86,30 @@ class HTTPSStorageClient:
         :param bulk: send it on the bulk connection, if there is one.
         """
         all_headers = [self._authorization, *(headers or [])]
-        connection: PersistentConnection | ThreadedConnection = self.connection
         if bulk and self._make_bulk is not None:
-            if self._bulk is None or self._bulk.failed is not None:
-                self._bulk = self._make_bulk()
-            connection = self._bulk
-        d = connection.request(method, path.encode("ascii"), all_headers, body, max_body)
+            d = self._bulk_request(method, path, all_headers, body, max_body)
+            if method in RESENDABLE:  # as the kept-open connection does (httpwire.client)
+                d.addErrback(self._bulk_again, method, path, all_headers, body, max_body)
+        else:
+            d = self.connection.request(method, path.encode("ascii"), all_headers, body,
+                                        max_body)
         d.addErrback(_gone)
         return d
+
+    def _bulk_request(self, method: bytes, path: str, headers: list[tuple[bytes, bytes]],
+                      body: bytes, max_body: int) -> Deferred:
+        if self._make_bulk is None:
+            return fail(ServerGone("connection stopped"))
+        if self._bulk is None or self._bulk.failed is not None:
+            self._bulk = self._make_bulk()
+        return self._bulk.request(method, path.encode("ascii"), headers, body, max_body)
+
+    def _bulk_again(self, failure: Failure, method: bytes, path: str,
+                    headers: list[tuple[bytes, bytes]], body: bytes, max_body: int) -> Any:
+        """Send a GET once more on a new bulk connection when the server had closed the last."""
+        if not failure.check(StaleConnection):
+            return failure
+        return self._bulk_request(method, path, headers, body, max_body)
 
     def _cbor(self, method: bytes, path: str, secrets: list[tuple[Secret, bytes]],
               body: bytes | None = None) -> Deferred:

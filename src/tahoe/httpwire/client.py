@@ -7,7 +7,13 @@ open (connecting on first use and again after a loss) and queues requests
 while it connects.
 
 A request whose connection is lost before its answer fails with
-:class:`ConnectionGone`; one whose connection sees no byte for
+:class:`ConnectionGone`, except in the race every kept-alive connection has:
+the server closes a connection it finds idle (Twisted's web server, and so
+Tahoe-LAFS 1.20's storage server, after 60 s) while a request is on its way
+to it. :class:`PersistentConnection` then opens a new connection at once,
+without calling the connection lost, and sends a GET or HEAD that had no
+answer begun again, once, on it (:class:`StaleConnection`). A request whose
+connection sees no byte for
 ``response_timeout`` seconds while answers are due fails with
 :class:`ResponseTimeout` (and the connection is dropped: with pipelining, a
 stuck answer holds up every later one). Answers larger than the request's
@@ -23,6 +29,7 @@ import httptools
 from attrs import define, field, frozen
 from twisted.internet.defer import Deferred
 from twisted.internet.interfaces import IReactorTime, IStreamClientEndpoint
+from twisted.internet.error import ConnectionDone
 from twisted.internet.protocol import Protocol
 from twisted.logger import Logger
 from twisted.python.failure import Failure
@@ -42,6 +49,15 @@ class HTTPClientError(Exception):
 
 class ConnectionGone(HTTPClientError):
     """The connection closed (or could not be opened) before the answer came."""
+
+
+class StaleConnection(ConnectionGone):
+    """The server closed a connection that had answered before, without beginning to answer
+    this request: it may never have read it, and a GET may be sent again on a new one."""
+
+
+#: Methods sent again, once, when their kept-alive connection turns out to be closed.
+RESENDABLE = frozenset({b"GET", b"HEAD"})
 
 
 class ResponseTimeout(HTTPClientError):
@@ -76,6 +92,8 @@ class _Pending:
     headers: list[tuple[bytes, bytes]] = field(factory=list)
     body: list[bytes] = field(factory=list)
     size: int = 0
+    #: Whether any byte of its answer came.
+    begun: bool = False
 
 
 class HTTP1ClientProtocol(Protocol):
@@ -96,6 +114,14 @@ class HTTP1ClientProtocol(Protocol):
         self._pending: deque[_Pending] = deque()
         self._deadline = Deadline(clock, self._timed_out)
         self.closing = False
+        self._aborted = False
+        #: Answers received (1xx not counted).
+        self.answered = 0
+        #: Set when the connection is lost: whether the server closed it cleanly with nothing
+        #: of an answer under way (every request then waiting failed with
+        #: :class:`StaleConnection`), rather than our giving it up, a reset, a TLS stream cut
+        #: short (a server killed) or an answer cut short.
+        self.closed_when_idle = False
         self.connected_deferred: Deferred = Deferred()
         self.lost_deferred: Deferred = Deferred()
 
@@ -145,6 +171,7 @@ class HTTP1ClientProtocol(Protocol):
     def abort(self, reason: Exception) -> None:
         """Drop the connection now, failing every request not yet answered with ``reason``."""
         self.closing = True
+        self._aborted = True
         self._fail_all(reason)
         if self.transport is not None:
             self.transport.abortConnection()
@@ -168,13 +195,23 @@ class HTTP1ClientProtocol(Protocol):
         """Fail what is still waiting."""
         self.closing = True
         self._deadline.stop()
-        self._fail_all(ConnectionGone(f"connection lost: {reason.getErrorMessage()}"
-                                      if reason is not None else "connection lost"))
+        message = (f"connection lost: {reason.getErrorMessage()}" if reason is not None
+                   else "connection lost")
+        if not self._aborted and reason is not None and reason.check(ConnectionDone) \
+                and not any(p.begun for p in self._pending):
+            self.closed_when_idle = True
+            self._fail_all(StaleConnection(message))
+        else:
+            self._fail_all(ConnectionGone(message))
         if not self.connected_deferred.called:
             self.connected_deferred.errback(ConnectionGone("connection lost while connecting"))
         self.lost_deferred.callback(None)
 
     # -- parser callbacks
+
+    def on_message_begin(self) -> None:
+        if self._pending:
+            self._pending[0].begun = True
 
     def on_header(self, name: bytes, value: bytes) -> None:
         if self._pending:
@@ -198,6 +235,7 @@ class HTTP1ClientProtocol(Protocol):
             pending.headers.clear()
             return
         self._pending.popleft()
+        self.answered += 1
         if not self._parser.should_keep_alive():
             self.closing = True
         body = pending.body[0] if len(pending.body) == 1 else b"".join(pending.body)
@@ -226,7 +264,8 @@ class PersistentConnection:
     :param endpoint: how to connect (TLS included).
     :param host: the ``Host`` header value.
     :param clock: the reactor's clock.
-    :param on_lost: called with this object when an open connection is lost.
+    :param on_lost: called with this object when an open connection is lost, unless the server
+        closed it while idle (see the module's docstring) and a new one could be opened.
     """
 
     def __init__(self, endpoint: IStreamClientEndpoint, host: bytes, clock: IReactorTime,
@@ -300,23 +339,51 @@ class PersistentConnection:
                 waiter.callback(result)
 
     def _lost(self, protocol: HTTP1ClientProtocol) -> None:
-        if self._protocol is protocol:
-            self._protocol = None
-            if self._on_lost is not None and not self._stopped:
-                self._on_lost(self)
+        if self._protocol is not protocol:
+            return
+        self._protocol = None
+        if self._stopped:
+            return
+        if protocol.closed_when_idle:
+            # The server ended a kept-alive connection: it is gone only if a new one cannot be
+            # made. One that had answered is replaced now, so that the next request need not
+            # wait; one never used is replaced when a request comes (a server that closes
+            # every connection at once must not be reconnected to in a loop).
+            if protocol.answered:
+                self.connect().addErrback(self._reopen_failed)
+        elif self._on_lost is not None:
+            self._on_lost(self)
+
+    def _reopen_failed(self, failure: Failure) -> None:
+        if self._on_lost is not None and not self._stopped and self._protocol is None:
+            self._on_lost(self)
 
     def request(self, method: bytes, target: bytes, headers: Sequence[tuple[bytes, bytes]] = (),
                 body: bytes = b"", max_body: int = MAX_BODY) -> Deferred:
         """Send a request on the open connection (opening one if needed).
 
-        Requests made while connecting are written, in order, once connected.
+        Requests made while connecting are written, in order, once connected. A GET or HEAD
+        that fails with :class:`StaleConnection` is sent again, once, on a new connection.
         """
+        d = self._send(method, target, headers, body, max_body)
+        if method in RESENDABLE:
+            d.addErrback(self._send_again, method, target, headers, body, max_body)
+        return d
+
+    def _send(self, method: bytes, target: bytes, headers: Sequence[tuple[bytes, bytes]],
+              body: bytes, max_body: int) -> Deferred:
         if self.is_open:
             assert self._protocol is not None
             return self._protocol.request(method, target, headers, body, max_body)
         d = self.connect()
         d.addCallback(lambda protocol: protocol.request(method, target, headers, body, max_body))
         return d
+
+    def _send_again(self, failure: Failure, method: bytes, target: bytes,
+                    headers: Sequence[tuple[bytes, bytes]], body: bytes, max_body: int) -> Any:
+        if not failure.check(StaleConnection) or self._stopped:
+            return failure
+        return self._send(method, target, headers, body, max_body)
 
     def stop(self) -> None:
         """Close the connection and open no more."""

@@ -12,7 +12,11 @@ work.
 It has the interface of :class:`~tahoe.httpwire.client.PersistentConnection`
 (``request`` returns a Deferred fired on the reactor thread), writes
 requests in the order they were made, and matches answers in order, so it
-pipelines like the reactor's connections. The thread owns the socket (one
+pipelines like the reactor's connections. When the server ends the connection
+after answering on it, requests with no answer begun fail with
+``StaleConnection`` (the caller may send a GET again on a new connection, as
+``storage_https`` does) and the next request makes a new connection. The
+thread owns the socket (one
 ``select`` loop, non-blocking, reading and writing): no SSL object is used
 from two threads. The server's key is pinned: after the handshake the
 certificate's SPKI hash must be the NURL's, and its self-signature must hold.
@@ -38,7 +42,7 @@ from twisted.python.failure import Failure
 
 from ..util.nurl import spki_hash_of
 from .client import (MAX_BODY, RESPONSE_TIMEOUT, ConnectionGone, HTTPResponse, ProtocolViolation,
-                     ResponseTimeout)
+                     ResponseTimeout, StaleConnection)
 
 #: Bytes handed to one ``send``, and asked of one ``recv``.
 SEND_PIECE = 1024 * 1024
@@ -75,10 +79,14 @@ def check_pinned(der: bytes | None, spki_hash: str) -> None:
         raise PinMismatch(f"the server's certificate does not sign itself: {error}") from None
 
 
+class _ServerClosed(ConnectionGone):
+    """The server closed the connection (end of stream)."""
+
+
 class _Request:
     """One request on its way: its bytes, and what to do with its answer."""
 
-    __slots__ = ("data", "deferred", "max_body", "headers", "body", "size")
+    __slots__ = ("data", "deferred", "max_body", "headers", "body", "size", "begun")
 
     def __init__(self, data: list[bytes | memoryview], deferred: Deferred, max_body: int) -> None:
         self.data = data
@@ -87,6 +95,7 @@ class _Request:
         self.headers: list[tuple[bytes, bytes]] = []
         self.body: list[bytes] = []
         self.size = 0
+        self.begun = False
 
 
 class ThreadedConnection:
@@ -116,6 +125,7 @@ class ThreadedConnection:
         self._wake_w.setblocking(False)
         self._stopped = False
         self._inflight: deque[_Request] = deque()
+        self._parsed = _Parsed(self._inflight)
         self.failed: str | None = None
 
     @property
@@ -203,7 +213,7 @@ class ThreadedConnection:
         selector.register(sock, selectors.EVENT_READ)
         selector.register(self._wake_r, selectors.EVENT_READ)
         inflight = self._inflight
-        handler = _Parsed(inflight)
+        handler = self._parsed
         parser = httptools.HttpResponseParser(handler)
         handler.parser = parser
         output: deque[bytes | memoryview] = deque()
@@ -251,7 +261,7 @@ class ThreadedConnection:
                     except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
                         break
                     if not data:
-                        raise ConnectionGone("the server closed the connection")
+                        raise _ServerClosed("the server closed the connection")
                     last_activity = time.monotonic()
                     try:
                         parser.feed_data(data)
@@ -278,7 +288,12 @@ class ThreadedConnection:
             self.failed = str(reason)
             failed += list(self._queue)
             self._queue.clear()
-        self._reactor.callFromThread(_deliver, [(r.deferred, Failure(reason)) for r in failed])
+        # A kept-alive connection the server ended: requests with no answer begun may be sent
+        # again on a new connection (see httpwire.client.StaleConnection).
+        stale = isinstance(reason, _ServerClosed) and self._parsed.answered > 0
+        self._reactor.callFromThread(_deliver, [
+            (r.deferred, Failure(StaleConnection(str(reason)) if stale and not r.begun
+                                 else reason)) for r in failed])
         if self._on_lost is not None and not self._stopped:
             self._reactor.callFromThread(self._on_lost, self)
 
@@ -297,11 +312,16 @@ class _Parsed:
         self._inflight = inflight
         self.parser: Any = None
         self.answers: list[tuple[Deferred, Any]] = []
+        #: Answers completed on the connection.
+        self.answered = 0
 
     def _current(self) -> _Request:
         if not self._inflight:
             raise ProtocolViolation("an answer came that no request asked for")
         return self._inflight[0]
+
+    def on_message_begin(self) -> None:
+        self._current().begun = True
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self._current().headers.append((name.lower(), value))
@@ -320,6 +340,7 @@ class _Parsed:
             request.headers.clear()
             return
         self._inflight.popleft()
+        self.answered += 1
         body = request.body[0] if len(request.body) == 1 else b"".join(request.body)
         self.answers.append((request.deferred, HTTPResponse(status, tuple(request.headers), body)))
 

@@ -1,0 +1,266 @@
+"""Kept-alive HTTPS connections that the server ends, on real TLS sockets on 127.0.0.1.
+
+Twisted's web server, and so Tahoe-LAFS 1.20's storage server, closes a
+connection that has been idle for 60 s. Our client refreshed a server's
+version every 60 s, so against a real Tahoe grid every server was lost and
+reconnected once a minute, and its bulk transfers were stopped with it.
+Here the same Twisted ``Site`` runs with a short idle timeout, and a scripted
+server closes a connection as a request reaches it (the race every kept-alive
+client has): a GET is sent again on a new connection, a POST is not, the
+server counts as lost only when no new connection can be made.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import attr
+import pytest
+import pytest_twisted
+from twisted.internet.defer import Deferred
+from twisted.internet.endpoints import serverFromString
+from twisted.internet.interfaces import IProtocolNegotiationFactory
+from twisted.internet.protocol import Factory, Protocol
+from twisted.internet.task import deferLater
+from twisted.protocols.tls import TLSMemoryBIOFactory
+from twisted.web.resource import Resource
+from twisted.web.server import Site
+from zope.interface import implementer
+
+from tahoe.client.https_connector import endpoint_for
+from tahoe.client.storage_api import ServerGone
+from tahoe.client.storage_https import HTTPSStorageClient
+from tahoe.httpwire.client import ConnectionGone, PersistentConnection
+from tahoe.httpwire.threaded import ThreadedConnection
+from tahoe.httpwire.tls import certificate_spki_hash, server_options
+from tahoe.util.nurl import NURL
+from tests.integration.storage_fixtures import new_tub
+from tests.integration.test_storage_clients import _failure
+
+IDLE = 0.4  # the Site's idle timeout (Twisted's default, and Tahoe's: 60 s)
+
+
+class _Hello(Resource):
+    isLeaf = True
+
+    def render_GET(self, request: Any) -> bytes:  # noqa: N802 (Twisted)
+        return b"hello"
+
+
+class _CountingSite(Site):
+    connections = 0
+
+    def buildProtocol(self, addr: Any) -> Any:  # noqa: N802 (Twisted)
+        self.connections += 1
+        return super().buildProtocol(addr)
+
+
+class _ClosesOnSecondRequest(Protocol):
+    """Answers a connection's first request; closes the connection when the second comes,
+    unanswered, as a server whose idle timeout fired as the request crossed the wire."""
+
+    factory: "_Scripted"
+
+    def connectionMade(self) -> None:  # noqa: N802 (Twisted)
+        self.factory.connections += 1
+        self.factory.open.append(self)
+        self.buffer = b""
+        self.requests = 0
+
+    def dataReceived(self, data: bytes) -> None:  # noqa: N802 (Twisted)
+        self.buffer += data
+        while b"\r\n\r\n" in self.buffer:
+            head, self.buffer = self.buffer.split(b"\r\n\r\n", 1)
+            length = re.search(rb"content-length: (\d+)", head, re.IGNORECASE)
+            self.buffer = self.buffer[int(length.group(1)) if length else 0:]
+            self.requests += 1
+            self.factory.requests.append((self.factory.connections, head.split(b" ", 1)[0]))
+            if self.requests > 1:
+                self.transport.loseConnection()
+                return
+            self.transport.write(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello")
+
+
+@implementer(IProtocolNegotiationFactory)
+class _Scripted(Factory):
+    protocol = _ClosesOnSecondRequest
+
+    def __init__(self) -> None:
+        self.connections = 0
+        self.open: list[_ClosesOnSecondRequest] = []
+        self.requests: list[tuple[int, bytes]] = []
+
+    def acceptableProtocols(self) -> list[bytes]:  # noqa: N802 (Twisted: ALPN, as Site)
+        return [b"http/1.1"]
+
+
+@attr.s(auto_attribs=True)
+class Listening:
+    """A TLS server on 127.0.0.1 and what a client needs to reach it."""
+
+    factory: Any
+    port: Any
+    spki_hash: str
+
+    @property
+    def number(self) -> int:
+        return int(self.port.getHost().port)
+
+    def persistent(self, lost: list[Any]) -> PersistentConnection:
+        from twisted.internet import reactor
+        nurl = NURL(self.spki_hash, "127.0.0.1", self.number, "swiss")
+        return PersistentConnection(endpoint_for(nurl, reactor), b"127.0.0.1", reactor,
+                                    on_lost=lost.append)
+
+    def storage_client(self, made: list[ThreadedConnection]) -> HTTPSStorageClient:
+        """An HTTPS storage client whose bulk connections, as they are made, go into ``made``."""
+        from twisted.internet import reactor
+
+        def bulk() -> ThreadedConnection:
+            made.append(ThreadedConnection("127.0.0.1", self.number, self.spki_hash, reactor))
+            return made[-1]
+        return HTTPSStorageClient(self.persistent([]), b"swiss", bulk=bulk)
+
+
+async def _listen(factory: Any) -> Listening:
+    from twisted.internet import reactor
+    certificate = new_tub().myCertificate
+    port = await serverFromString(reactor, "tcp:0:interface=127.0.0.1").listen(
+        TLSMemoryBIOFactory(server_options(certificate), False, factory))
+    return Listening(factory, port, certificate_spki_hash(certificate))
+
+
+@pytest_twisted.async_yield_fixture
+async def site() -> AsyncIterator[Listening]:
+    """Twisted's web server, idle connections closed after ``IDLE`` s."""
+    listening = await _listen(_CountingSite(_Hello(), timeout=IDLE))
+    yield listening
+    await listening.port.stopListening()
+
+
+async def _stop_listening(listening: Listening) -> None:
+    if listening.port.connected:
+        await listening.port.stopListening()
+
+
+@pytest_twisted.async_yield_fixture
+async def scripted() -> AsyncIterator[Listening]:
+    listening = await _listen(_Scripted())
+    yield listening
+    await _stop_listening(listening)
+
+
+def _sleep(seconds: float) -> Deferred:
+    from twisted.internet import reactor
+    return deferLater(reactor, seconds, lambda: None)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_connection_the_server_closed_when_idle_is_reopened_quietly(
+        site: Listening) -> None:
+    """Twisted's web server closes an idle connection: no loss is reported, and the next
+    request is answered."""
+    lost: list[Any] = []
+    connection = site.persistent(lost)
+    try:
+        assert (await connection.request(b"GET", b"/")).body == b"hello"
+        # The server closed it, and a new one was opened at once. The server closed that one
+        # too, unused: it is replaced only when a request comes.
+        await _sleep(IDLE * 4)
+        assert site.factory.connections == 2 and not connection.is_open
+        assert (await connection.request(b"GET", b"/")).body == b"hello"
+        assert lost == [] and site.factory.connections == 3
+    finally:
+        connection.stop()
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_bulk_connection_the_server_closed_when_idle_is_replaced(site: Listening) -> None:
+    """The bulk connection the server closed when idle is replaced at the next bulk request."""
+    made: list[ThreadedConnection] = []
+    client = site.storage_client(made)
+    try:
+        for _ in range(2):
+            assert (await client.request(b"GET", "/", bulk=True)).body == b"hello"
+            await _sleep(IDLE * 4)
+        assert len(made) == 2
+    finally:
+        client.stop()
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_get_crossing_the_servers_close_is_sent_again_once(scripted: Listening) -> None:
+    """A GET (or HEAD) that reaches a connection as the server closes it is answered on a new
+    one."""
+    lost: list[Any] = []
+    connection = scripted.persistent(lost)
+    try:
+        assert (await connection.request(b"GET", b"/a")).body == b"hello"
+        assert (await connection.request(b"GET", b"/b")).body == b"hello"
+        # /b reached the first connection as it closed, then the second one, which answered it
+        assert scripted.factory.requests == [(1, b"GET"), (1, b"GET"), (2, b"GET")]
+        assert lost == []
+        # a second crossing on the second connection: sent again once more, on a third
+        assert (await connection.request(b"HEAD", b"/c")).status == 200
+        assert scripted.factory.requests[3:] == [(2, b"HEAD"), (3, b"HEAD")]
+    finally:
+        connection.stop()
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_post_crossing_the_servers_close_is_not_sent_again(scripted: Listening) -> None:
+    """A POST that reaches a closing connection fails: it may have been acted on, so it is not
+    sent again."""
+    lost: list[Any] = []
+    connection = scripted.persistent(lost)
+    try:
+        assert (await connection.request(b"GET", b"/a")).status == 200
+        error = await _failure(connection.request(b"POST", b"/b", body=b"x"))
+        assert isinstance(error, ConnectionGone)
+        await _sleep(0.2)
+        assert scripted.factory.requests == [(1, b"GET"), (1, b"POST")]  # not sent again
+        assert lost == []  # the server is still there: a new connection was made
+        assert scripted.factory.connections == 2
+    finally:
+        connection.stop()
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_bulk_get_crossing_the_servers_close_is_sent_again(scripted: Listening) -> None:
+    """Over the bulk connection too: a GET is sent again on a new one, a PATCH is not."""
+    made: list[ThreadedConnection] = []
+    client = scripted.storage_client(made)
+    try:
+        for path in ("/a", "/b"):
+            assert (await client.request(b"GET", path, bulk=True)).body == b"hello"
+        assert len(made) == 2 and [m for _, m in scripted.factory.requests] == [b"GET"] * 3
+        error = await _failure(client.request(b"PATCH", "/c", body=b"x" * 10, bulk=True))
+        assert isinstance(error, ServerGone)
+        assert len(made) == 2 and scripted.factory.requests[-1] == (2, b"PATCH")
+    finally:
+        client.stop()
+
+
+@pytest.mark.parametrize("stop", ["listening", "answering"])
+@pytest_twisted.ensureDeferred
+async def test_a_server_that_is_gone_is_reported_lost(scripted: Listening, stop: str) -> None:
+    """The server closes the connection and no new one can be made: then it is lost."""
+    lost: list[Any] = []
+    connection = scripted.persistent(lost)
+    try:
+        assert (await connection.request(b"GET", b"/a")).status == 200
+        await scripted.port.stopListening()
+        if stop == "listening":  # it closes the idle connection as it goes
+            for protocol in scripted.factory.open:
+                protocol.transport.loseConnection()
+        else:  # a request finds it closing
+            error = await _failure(connection.request(b"GET", b"/b"))
+            assert isinstance(error, ConnectionGone) and "cannot connect" in str(error)
+        for _ in range(100):  # a refused connection can take a moment to be reported
+            if lost:
+                break
+            await _sleep(0.05)
+        assert lost == [connection]
+    finally:
+        connection.stop()
