@@ -3,9 +3,10 @@
 Every request to one server goes on its one kept-open connection
 (``httpwire.client.PersistentConnection``), written at once and answered in
 order. So an allocation and its shares' writes go back to back and an
-upload of a small file costs one round trip; when the server is one that
-cannot be trusted to take pipelined requests, writes wait for the
-allocation's answer instead (``pipelining=False``).
+upload of a small file costs one round trip. When the server is one that
+cannot be trusted to take pipelined requests (``pipelining=False``: any
+but ours, Tahoe 1.20's among them), writes wait for the allocation's answer
+and every request, on either connection, waits for the answer before it.
 
 An immutable share needs no ``close`` over HTTP: the server closes it when
 its last byte arrives (that write is answered 201), so a writer's
@@ -56,7 +57,10 @@ class HTTPSStorageClient:
 
     :param connection: the kept-open connection to the server.
     :param swissnum: the storage service's secret name (from the NURL).
-    :param pipelining: whether writes may follow an allocation before its answer.
+    :param pipelining: whether the server takes pipelined requests: writes may follow an
+        allocation before its answer, and any request may be written before the answers to
+        those before it on the same connection (else each waits; Tahoe 1.20's server drops
+        connections when pipelined answers fill its send buffer: ``httpwire.client``).
     :param bulk: makes a second connection, run by a thread of its own
         (``httpwire.threaded``), for share data of at least :data:`BULK_BYTES`:
         writes once their allocation has answered, and reads. None: everything
@@ -69,14 +73,26 @@ class HTTPSStorageClient:
                  pipelining: bool = True,
                  bulk: Callable[[], ThreadedConnection] | None = None) -> None:
         self.connection = connection
-        self.pipelining = pipelining
         self._make_bulk = bulk
         self._bulk: ThreadedConnection | None = None
+        self.pipelining = pipelining
         self._authorization = (b"authorization", messages.authorization(swissnum))
         #: Share numbers of mutable storage indexes seen lately (most recent last).
         self._known_slots: dict[str, frozenset[int]] = {}
 
     # -- plumbing
+
+    @property
+    def pipelining(self) -> bool:
+        """Whether the server takes pipelined requests (see the class's docstring)."""
+        return self._pipelining
+
+    @pipelining.setter
+    def pipelining(self, value: bool) -> None:
+        self._pipelining = value
+        self.connection.pipelining = value
+        if self._bulk is not None:
+            self._bulk.pipelining = value
 
     def request(self, method: bytes, path: str, headers: list[tuple[bytes, bytes]] | None = None,
                 body: bytes = b"", max_body: int = MAX_CBOR_ANSWER, *,
@@ -102,6 +118,7 @@ class HTTPSStorageClient:
             return fail(ServerGone("connection stopped"))
         if self._bulk is None or self._bulk.failed is not None:
             self._bulk = self._make_bulk()
+            self._bulk.pipelining = self._pipelining
         return self._bulk.request(method, path.encode("ascii"), headers, body, max_body)
 
     def _bulk_again(self, failure: Failure, method: bytes, path: str,

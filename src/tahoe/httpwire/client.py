@@ -2,7 +2,12 @@
 
 :class:`HTTP1ClientProtocol` writes each request the moment it is made and
 matches answers to requests in order, so several requests cost one round
-trip. :class:`PersistentConnection` keeps one such connection to a server
+trip. To a server not known to take pipelined requests (``pipelining``
+off), it writes a request only once the answer before it has come:
+Tahoe-LAFS 1.20's storage server (Twisted's web server, whose
+``registerProducer`` does not pause a new producer while the send buffer is
+full) drops the connection when a pipelined request's answer starts while
+the answer before it still fills the buffer. :class:`PersistentConnection` keeps one such connection to a server
 open (connecting on first use and again after a loss) and queues requests
 while it connects.
 
@@ -122,13 +127,17 @@ class HTTP1ClientProtocol(Protocol):
         #: :class:`StaleConnection`), rather than our giving it up, a reset, a TLS stream cut
         #: short (a server killed) or an answer cut short.
         self.closed_when_idle = False
+        #: Whether a request is written before the answers to those before it. When not, the
+        #: requests made meanwhile wait here, in order.
+        self.pipelining = True
+        self._unsent: deque[tuple[list[bytes], _Pending]] = deque()
         self.connected_deferred: Deferred = Deferred()
         self.lost_deferred: Deferred = Deferred()
 
     @property
     def outstanding(self) -> int:
-        """Requests written and not yet answered."""
-        return len(self._pending)
+        """Requests made and not yet answered (written or waiting to be)."""
+        return len(self._pending) + len(self._unsent)
 
     def connectionMade(self) -> None:  # noqa: N802 (Twisted)
         """Turn Nagle off underneath (TLS or not) and say we are ready."""
@@ -137,7 +146,8 @@ class HTTP1ClientProtocol(Protocol):
 
     def request(self, method: bytes, target: bytes, headers: Sequence[tuple[bytes, bytes]] = (),
                 body: bytes = b"", max_body: int = MAX_BODY) -> Deferred:
-        """Send a request now; a Deferred fires with its :class:`HTTPResponse`.
+        """Send a request (now, or after the answers due if not :attr:`pipelining`); a Deferred
+        fires with its :class:`HTTPResponse`.
 
         ``Host`` and ``Content-Length`` are added.
 
@@ -154,18 +164,30 @@ class HTTP1ClientProtocol(Protocol):
         lines.append(b"\r\n")
         if len(body) < 64 * 1024:
             lines.append(body)
-            self.transport.write(b"".join(lines))
+            data = [b"".join(lines)]
         else:
-            self.transport.writeSequence([b"".join(lines), body])
-        self._pending.append(_Pending(d, method, max_body))
+            data = [b"".join(lines), body]
+        pending = _Pending(d, method, max_body)
+        if self.pipelining or not self.outstanding:
+            self._write(data, pending)
+        else:
+            self._unsent.append((data, pending))
+        return d
+
+    def _write(self, data: list[bytes], pending: _Pending) -> None:
+        assert self.transport is not None
+        if len(data) == 1:
+            self.transport.write(data[0])
+        else:
+            self.transport.writeSequence(data)
+        self._pending.append(pending)
         if len(self._pending) == 1:
             self._arm_timer()
-        return d
 
     def close(self) -> None:
         """Take no more requests; close once the ones written are answered."""
         self.closing = True
-        if not self._pending and self.transport is not None:
+        if not self.outstanding and self.transport is not None:
             self.transport.loseConnection()
 
     def abort(self, reason: Exception) -> None:
@@ -239,8 +261,14 @@ class HTTP1ClientProtocol(Protocol):
         if not self._parser.should_keep_alive():
             self.closing = True
         body = pending.body[0] if len(pending.body) == 1 else b"".join(pending.body)
+        if self._unsent and not self._pending and not self.closing \
+                and self.transport is not None:
+            self._write(*self._unsent.popleft())
         pending.deferred.callback(HTTPResponse(status, tuple(pending.headers), body))
         if self.closing and not self._pending and self.transport is not None:
+            unsent, self._unsent = self._unsent, deque()
+            for _, request in unsent:  # never written: a GET among them is sent elsewhere
+                request.deferred.errback(StaleConnection("the server closes the connection"))
             self.transport.loseConnection()
 
     # -- timeouts
@@ -254,7 +282,8 @@ class HTTP1ClientProtocol(Protocol):
 
     def _fail_all(self, reason: Exception) -> None:
         pending, self._pending = self._pending, deque()
-        for request in pending:
+        unsent, self._unsent = self._unsent, deque()
+        for request in [*pending, *(request for _, request in unsent)]:
             request.deferred.errback(reason)
 
 
@@ -279,6 +308,19 @@ class PersistentConnection:
         self._protocol: HTTP1ClientProtocol | None = None
         self._waiters: list[Deferred] | None = None
         self._stopped = False
+        self._pipelining = True
+
+    @property
+    def pipelining(self) -> bool:
+        """Whether requests are written before the answers to earlier ones come (see
+        :attr:`HTTP1ClientProtocol.pipelining`)."""
+        return self._pipelining
+
+    @pipelining.setter
+    def pipelining(self, value: bool) -> None:
+        self._pipelining = value
+        if self._protocol is not None:
+            self._protocol.pipelining = value
 
     @property
     def is_open(self) -> bool:
@@ -312,6 +354,7 @@ class PersistentConnection:
         from twisted.internet.endpoints import connectProtocol
 
         protocol = HTTP1ClientProtocol(self._host, self._clock, self._response_timeout)
+        protocol.pipelining = self._pipelining
 
         def connected(_: Any) -> None:
             if self._stopped:

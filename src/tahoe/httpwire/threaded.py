@@ -12,7 +12,8 @@ work.
 It has the interface of :class:`~tahoe.httpwire.client.PersistentConnection`
 (``request`` returns a Deferred fired on the reactor thread), writes
 requests in the order they were made, and matches answers in order, so it
-pipelines like the reactor's connections. When the server ends the connection
+pipelines like the reactor's connections (unless ``pipelining`` is off, for a
+server that cannot take it). When the server ends the connection
 after answering on it, requests with no answer begun fail with
 ``StaleConnection`` (the caller may send a GET again on a new connection, as
 ``storage_https`` does) and the next request makes a new connection. The
@@ -127,6 +128,10 @@ class ThreadedConnection:
         self._inflight: deque[_Request] = deque()
         self._parsed = _Parsed(self._inflight)
         self.failed: str | None = None
+        #: Whether a request is written before the answers to those before it (see
+        #: ``httpwire.client``); when not, the next request is written once the thread has
+        #: read the answer before it.
+        self.pipelining = True
 
     @property
     def is_open(self) -> bool:
@@ -223,7 +228,7 @@ class ThreadedConnection:
             if self._stopped:
                 raise ConnectionGone("connection stopped")
             with self._lock:
-                while self._queue:
+                while self._queue and (self.pipelining or not inflight):
                     request = self._queue.popleft()
                     inflight.append(request)
                     output.extend(request.data)

@@ -1,4 +1,5 @@
-"""Kept-alive HTTPS connections that the server ends, on real TLS sockets on 127.0.0.1.
+"""Kept-open HTTPS connections on real TLS sockets on 127.0.0.1: the server ending them, and
+requests to a server that cannot take them pipelined.
 
 Twisted's web server, and so Tahoe-LAFS 1.20's storage server, closes a
 connection that has been idle for 60 s. Our client refreshed a server's
@@ -7,7 +8,9 @@ reconnected once a minute, and its bulk transfers were stopped with it.
 Here the same Twisted ``Site`` runs with a short idle timeout, and a scripted
 server closes a connection as a request reaches it (the race every kept-alive
 client has): a GET is sent again on a new connection, a POST is not, the
-server counts as lost only when no new connection can be made.
+server counts as lost only when no new connection can be made. A third
+answers late, to see whether a request is written before the answer before it
+(pipelined, to our servers) or after (to any other, Tahoe's among them).
 """
 from __future__ import annotations
 
@@ -39,6 +42,8 @@ from tests.integration.storage_fixtures import new_tub
 from tests.integration.test_storage_clients import _failure
 
 IDLE = 0.4  # the Site's idle timeout (Twisted's default, and Tahoe's: 60 s)
+LATE = 0.05  # how long the late server takes to answer
+ANSWER = b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello"
 
 
 class _Hello(Resource):
@@ -56,9 +61,8 @@ class _CountingSite(Site):
         return super().buildProtocol(addr)
 
 
-class _ClosesOnSecondRequest(Protocol):
-    """Answers a connection's first request; closes the connection when the second comes,
-    unanswered, as a server whose idle timeout fired as the request crossed the wire."""
+class _ScriptedProtocol(Protocol):
+    """Splits what comes into requests (bodies by ``content-length``) for :meth:`received`."""
 
     factory: "_Scripted"
 
@@ -70,26 +74,56 @@ class _ClosesOnSecondRequest(Protocol):
 
     def dataReceived(self, data: bytes) -> None:  # noqa: N802 (Twisted)
         self.buffer += data
-        while b"\r\n\r\n" in self.buffer:
+        while b"\r\n\r\n" in self.buffer and self.connected:
             head, self.buffer = self.buffer.split(b"\r\n\r\n", 1)
             length = re.search(rb"content-length: (\d+)", head, re.IGNORECASE)
             self.buffer = self.buffer[int(length.group(1)) if length else 0:]
             self.requests += 1
-            self.factory.requests.append((self.factory.connections, head.split(b" ", 1)[0]))
-            if self.requests > 1:
-                self.transport.loseConnection()
-                return
-            self.transport.write(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello")
+            self.received(head)
+
+    def received(self, head: bytes) -> None:
+        raise NotImplementedError
+
+
+class _ClosesOnSecondRequest(_ScriptedProtocol):
+    """Answers a connection's first request; closes the connection when the second comes,
+    unanswered, as a server whose idle timeout fired as the request crossed the wire."""
+
+    def received(self, head: bytes) -> None:
+        self.factory.requests.append((self.factory.connections, head.split(b" ", 1)[0]))
+        if self.requests > 1:
+            self.transport.loseConnection()
+            return
+        self.transport.write(ANSWER)
+
+
+class _AnswersLate(_ScriptedProtocol):
+    """Answers each request, in order, ``LATE`` s after the answer before it; notes in
+    ``factory.events`` each request's arrival and each answer's sending, by target."""
+
+    def received(self, head: bytes) -> None:
+        from twisted.internet import reactor
+        target = head.split(b" ", 2)[1]
+        self.factory.events.append(("request", target))
+        self.due = getattr(self, "due", 0.0)
+        at = max(reactor.seconds(), self.due) + LATE
+        self.due = at
+        reactor.callLater(at - reactor.seconds(), self._answer, target)
+
+    def _answer(self, target: bytes) -> None:
+        if self.connected:
+            self.factory.events.append(("answer", target))
+            self.transport.write(ANSWER)
 
 
 @implementer(IProtocolNegotiationFactory)
 class _Scripted(Factory):
-    protocol = _ClosesOnSecondRequest
-
-    def __init__(self) -> None:
+    def __init__(self, protocol: type[_ScriptedProtocol]) -> None:
+        self.protocol = protocol
         self.connections = 0
-        self.open: list[_ClosesOnSecondRequest] = []
+        self.open: list[_ScriptedProtocol] = []
         self.requests: list[tuple[int, bytes]] = []
+        self.events: list[tuple[str, bytes]] = []
 
     def acceptableProtocols(self) -> list[bytes]:  # noqa: N802 (Twisted: ALPN, as Site)
         return [b"http/1.1"]
@@ -146,7 +180,14 @@ async def _stop_listening(listening: Listening) -> None:
 
 @pytest_twisted.async_yield_fixture
 async def scripted() -> AsyncIterator[Listening]:
-    listening = await _listen(_Scripted())
+    listening = await _listen(_Scripted(_ClosesOnSecondRequest))
+    yield listening
+    await _stop_listening(listening)
+
+
+@pytest_twisted.async_yield_fixture
+async def late() -> AsyncIterator[Listening]:
+    listening = await _listen(_Scripted(_AnswersLate))
     yield listening
     await _stop_listening(listening)
 
@@ -264,3 +305,33 @@ async def test_a_server_that_is_gone_is_reported_lost(scripted: Listening, stop:
         assert lost == [connection]
     finally:
         connection.stop()
+
+
+@pytest.mark.parametrize("pipelining", [False, True])
+@pytest_twisted.ensureDeferred
+async def test_requests_wait_for_the_answers_before_them_unless_pipelining(
+        late: Listening, pipelining: bool) -> None:
+    """To a server not known to take pipelined requests (Tahoe 1.20's: its web server drops
+    the connection when a pipelined answer starts while the one before it fills the send
+    buffer) each request is written once the answer before it came, on the kept-open and the
+    bulk connection alike; to ours, at once."""
+    from twisted.internet.defer import gatherResults
+    made: list[ThreadedConnection] = []
+    client = late.storage_client(made)
+    client.pipelining = pipelining
+    try:
+        for bulk in (False, True):
+            late.factory.events.clear()
+            targets = [f"/{'bulk' if bulk else 'main'}/{n}" for n in range(3)]
+            answers = await gatherResults([client.request(b"GET", target, bulk=bulk)
+                                           for target in targets])
+            assert [a.body for a in answers] == [b"hello"] * 3
+            if pipelining:
+                assert [kind for kind, _ in late.factory.events[:3]] == ["request"] * 3
+            else:
+                assert late.factory.events == [
+                    (kind, target.encode()) for target in targets
+                    for kind in ("request", "answer")]
+        assert len(made) == 1 and late.factory.connections == 2
+    finally:
+        client.stop()
