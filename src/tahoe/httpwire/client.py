@@ -57,8 +57,9 @@ class ConnectionGone(HTTPClientError):
 
 
 class StaleConnection(ConnectionGone):
-    """The server closed a connection that had answered before, without beginning to answer
-    this request: it may never have read it, and a GET may be sent again on a new one."""
+    """The server closed the connection cleanly before it began to answer this request (or
+    the request was never written): it may never have read it, and a GET may be sent again
+    on a new connection."""
 
 
 #: Methods sent again, once, when their kept-alive connection turns out to be closed.
