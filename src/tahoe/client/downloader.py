@@ -100,7 +100,6 @@ class FileDownload:
         self.si = cap.storage_index
         self.candidates: list[_Share] = []
         self.active: dict[int, _Share] = {}
-        self.corrupt: dict[int, str] = {}
         #: Why each dropped share was dropped, in order ("share N on 'server': reason").
         self.dropped: list[str] = []
         self._located: Deferred | None = None
@@ -252,7 +251,6 @@ class FileDownload:
             return  # dropped already: the reads of other segments in flight failed with it
         share.bad = reason
         if isinstance(error, CorruptShare):
-            self.corrupt.setdefault(share.shnum, reason)
             share.report(f"corruption in share {share.shnum}: {reason}")
         self.dropped.append(f"share {share.shnum} on {share.server.nickname!r}: {reason}")
         log.msg(f"download {self.si.hex()[:8]}: dropping share {share.shnum}: {reason}")

@@ -21,8 +21,7 @@ from typing import Any
 from twisted.internet.defer import Deferred, DeferredList, fail, succeed
 from twisted.python.failure import Failure
 
-from ..httpwire.client import (RESENDABLE, HTTPClientError, HTTPResponse, PersistentConnection,
-                               StaleConnection)
+from ..httpwire.client import HTTPClientError, HTTPResponse, PersistentConnection, resend_if_stale
 from ..httpwire.threaded import ThreadedConnection
 from ..storage import http_messages as messages
 from ..storage.http_messages import MessageError, Secret
@@ -75,7 +74,7 @@ class HTTPSStorageClient:
         self.connection = connection
         self._make_bulk = bulk
         self._bulk: ThreadedConnection | None = None
-        self.pipelining = pipelining
+        connection.pipelining = pipelining
         self._authorization = (b"authorization", messages.authorization(swissnum))
         #: Share numbers of mutable storage indexes seen lately (most recent last).
         self._known_slots: dict[str, frozenset[int]] = {}
@@ -84,12 +83,12 @@ class HTTPSStorageClient:
 
     @property
     def pipelining(self) -> bool:
-        """Whether the server takes pipelined requests (see the class's docstring)."""
-        return self._pipelining
+        """Whether the server takes pipelined requests (see the class's docstring); kept by
+        the connections."""
+        return self.connection.pipelining
 
     @pipelining.setter
     def pipelining(self, value: bool) -> None:
-        self._pipelining = value
         self.connection.pipelining = value
         if self._bulk is not None:
             self._bulk.pipelining = value
@@ -103,9 +102,10 @@ class HTTPSStorageClient:
         """
         all_headers = [self._authorization, *(headers or [])]
         if bulk and self._make_bulk is not None:
-            d = self._bulk_request(method, path, all_headers, body, max_body)
-            if method in RESENDABLE:  # as the kept-open connection does (httpwire.client)
-                d.addErrback(self._bulk_again, method, path, all_headers, body, max_body)
+            def send() -> Deferred:
+                return self._bulk_request(method, path, all_headers, body, max_body)
+            # as the kept-open connection does, on a new bulk connection (httpwire.client)
+            d = resend_if_stale(send(), method, send)
         else:
             d = self.connection.request(method, path.encode("ascii"), all_headers, body,
                                         max_body)
@@ -118,15 +118,8 @@ class HTTPSStorageClient:
             return fail(ServerGone("connection stopped"))
         if self._bulk is None or self._bulk.failed is not None:
             self._bulk = self._make_bulk()
-            self._bulk.pipelining = self._pipelining
+            self._bulk.pipelining = self.pipelining
         return self._bulk.request(method, path.encode("ascii"), headers, body, max_body)
-
-    def _bulk_again(self, failure: Failure, method: bytes, path: str,
-                    headers: list[tuple[bytes, bytes]], body: bytes, max_body: int) -> Any:
-        """Send a GET once more on a new bulk connection when the server had closed the last."""
-        if not failure.check(StaleConnection):
-            return failure
-        return self._bulk_request(method, path, headers, body, max_body)
 
     def _cbor(self, method: bytes, path: str, secrets: list[tuple[Secret, bytes]],
               body: bytes | None = None) -> Deferred:

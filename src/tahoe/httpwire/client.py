@@ -66,6 +66,14 @@ class StaleConnection(ConnectionGone):
 RESENDABLE = frozenset({b"GET", b"HEAD"})
 
 
+def resend_if_stale(d: Deferred, method: bytes, again: Callable[[], Deferred]) -> Deferred:
+    """Chain onto ``d`` (a request's answer) the sending again, once, of a GET or HEAD that
+    failed with :class:`StaleConnection`: ``again()`` sends it on a new connection."""
+    if method in RESENDABLE:
+        d.addErrback(lambda failure: again() if failure.check(StaleConnection) else failure)
+    return d
+
+
 class ResponseTimeout(HTTPClientError):
     """No byte came for too long while an answer was due."""
 
@@ -409,10 +417,9 @@ class PersistentConnection:
         Requests made while connecting are written, in order, once connected. A GET or HEAD
         that fails with :class:`StaleConnection` is sent again, once, on a new connection.
         """
-        d = self._send(method, target, headers, body, max_body)
-        if method in RESENDABLE:
-            d.addErrback(self._send_again, method, target, headers, body, max_body)
-        return d
+        def send() -> Deferred:  # (once stopped, it fails with ConnectionGone)
+            return self._send(method, target, headers, body, max_body)
+        return resend_if_stale(send(), method, send)
 
     def _send(self, method: bytes, target: bytes, headers: Sequence[tuple[bytes, bytes]],
               body: bytes, max_body: int) -> Deferred:
@@ -422,12 +429,6 @@ class PersistentConnection:
         d = self.connect()
         d.addCallback(lambda protocol: protocol.request(method, target, headers, body, max_body))
         return d
-
-    def _send_again(self, failure: Failure, method: bytes, target: bytes,
-                    headers: Sequence[tuple[bytes, bytes]], body: bytes, max_body: int) -> Any:
-        if not failure.check(StaleConnection) or self._stopped:
-            return failure
-        return self._send(method, target, headers, body, max_body)
 
     def stop(self) -> None:
         """Close the connection and open no more."""

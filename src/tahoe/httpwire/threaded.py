@@ -13,8 +13,8 @@ It has the interface of :class:`~tahoe.httpwire.client.PersistentConnection`
 (``request`` returns a Deferred fired on the reactor thread), writes
 requests in the order they were made, and matches answers in order, so it
 pipelines like the reactor's connections (unless ``pipelining`` is off, for a
-server that cannot take it). When the server ends the connection
-after answering on it, requests with no answer begun fail with
+server that cannot take it). When the server ends the connection,
+requests with no answer begun fail with
 ``StaleConnection`` (the caller may send a GET again on a new connection, as
 ``storage_https`` does) and the next request makes a new connection. The
 thread owns the socket (one
@@ -126,7 +126,6 @@ class ThreadedConnection:
         self._wake_w.setblocking(False)
         self._stopped = False
         self._inflight: deque[_Request] = deque()
-        self._parsed = _Parsed(self._inflight)
         self.failed: str | None = None
         #: Whether a request is written before the answers to those before it (see
         #: ``httpwire.client``); when not, the next request is written once the thread has
@@ -218,7 +217,7 @@ class ThreadedConnection:
         selector.register(sock, selectors.EVENT_READ)
         selector.register(self._wake_r, selectors.EVENT_READ)
         inflight = self._inflight
-        handler = self._parsed
+        handler = _Parsed(inflight)
         parser = httptools.HttpResponseParser(handler)
         handler.parser = parser
         output: deque[bytes | memoryview] = deque()
@@ -295,7 +294,7 @@ class ThreadedConnection:
             self._queue.clear()
         # A kept-alive connection the server ended: requests with no answer begun may be sent
         # again on a new connection (see httpwire.client.StaleConnection).
-        stale = isinstance(reason, _ServerClosed) and self._parsed.answered > 0
+        stale = isinstance(reason, _ServerClosed)
         self._reactor.callFromThread(_deliver, [
             (r.deferred, Failure(StaleConnection(str(reason)) if stale and not r.begun
                                  else reason)) for r in failed])
@@ -317,8 +316,6 @@ class _Parsed:
         self._inflight = inflight
         self.parser: Any = None
         self.answers: list[tuple[Deferred, Any]] = []
-        #: Answers completed on the connection.
-        self.answered = 0
 
     def _current(self) -> _Request:
         if not self._inflight:
@@ -345,7 +342,6 @@ class _Parsed:
             request.headers.clear()
             return
         self._inflight.popleft()
-        self.answered += 1
         body = request.body[0] if len(request.body) == 1 else b"".join(request.body)
         self.answers.append((request.deferred, HTTPResponse(status, tuple(request.headers), body)))
 

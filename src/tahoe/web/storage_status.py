@@ -76,6 +76,15 @@ class _IndentedValue:
         return self._indented
 
 
+def _indented_object(members: list[tuple[str, str]], depth: int) -> str:
+    """A JSON object ``depth`` levels down, as ``json.dumps(indent=1)`` writes it, from its
+    members' keys and their values' indented texts."""
+    inner = "\n" + " " * (depth + 1)
+    return ("{" + inner + ("," + inner).join(f"{encode_basestring_ascii(key)}: {text}"
+                                             for key, text in members)
+            + "\n" + " " * depth + "}")
+
+
 class _IndentedPart:
     """One part of the ``t=json`` document (a member of its top-level object), each of its
     own members kept as an :class:`_IndentedValue`: the bucket counter's share counts
@@ -90,10 +99,8 @@ class _IndentedPart:
         """``value`` indented as a member of the top-level object."""
         if not (isinstance(value, dict) and value and all(isinstance(k, str) for k in value)):
             return self._whole.text(value)
-        members = [f"{encode_basestring_ascii(key)}: "
-                   f"{self._members.setdefault(key, _IndentedValue(2)).text(member)}"
-                   for key, member in value.items()]
-        return "{\n  " + ",\n  ".join(members) + "\n }"
+        return _indented_object([(key, self._members.setdefault(key, _IndentedValue(2))
+                                  .text(member)) for key, member in value.items()], 1)
 
 
 def _space_meter(stats: dict[str, Any]) -> str:
@@ -202,11 +209,8 @@ class StorageStatusResource(resource.Resource):
 
     def _json(self, document: dict[str, Any]) -> str:
         """``json.dumps(document, indent=1) + "\\n"``, Tahoe's text, byte for byte."""
-        members = []
-        for key, value in document.items():
-            part = self._parts.setdefault(key, _IndentedPart())
-            members.append(f" {encode_basestring_ascii(key)}: {part.text(value)}")
-        return "{\n" + ",\n".join(members) + "\n}\n"
+        return _indented_object([(key, self._parts.setdefault(key, _IndentedPart()).text(value))
+                                 for key, value in document.items()], 0) + "\n"
 
     async def _render(self, request: Request) -> bytes:
         fmt = (arg(request, "t") or "").lower()
