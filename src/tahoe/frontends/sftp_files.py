@@ -126,6 +126,10 @@ class WriteHandle:
         self._attrs = attrs
         self._lock = DeferredLock()
         self._closed = False
+        self._done = False
+        #: Readers of this file still open (:class:`PendingReader`): the spool outlives the
+        #: close until the last of them is closed.
+        self._readers = 0
         #: The client asked to close: its contents are on their way to the grid.
         self.closing = False
         #: The connection ended before the client closed the file: it is dropped.
@@ -180,15 +184,29 @@ class WriteHandle:
                 if not self.abandoned:
                     await self._commit(self._spool, self.size)
             finally:
-                self._spool.close()
+                self._done = True
+                self._release()
                 waiting, self._when_closed = self._when_closed, []
                 for d in waiting:
                     d.callback(None)
         return _in_order(self._lock, close)
 
+    def add_reader(self) -> None:
+        """A :class:`PendingReader` opened: keep the spool until it closes."""
+        self._readers += 1
+
+    def reader_closed(self) -> None:
+        """A :class:`PendingReader` closed."""
+        self._readers -= 1
+        self._release()
+
+    def _release(self) -> None:
+        if self._done and not self._readers:
+            self._spool.close()
+
     async def closed(self) -> None:
         """Wait until a close asked for is done (the file is on the grid, or failed)."""
-        if self.closing and not (self._closed and self._spool.closed):
+        if self.closing and not self._done:
             d: Deferred = Deferred()
             self._when_closed.append(d)
             await d
@@ -197,10 +215,13 @@ class WriteHandle:
 @implementer(ISFTPFile)
 class PendingReader:
     """A second opening, for reading, of a file still open for writing: reads what is
-    written so far (a file system client such as sshfs may do this)."""
+    written so far (a file system client such as sshfs may do this), and still after the
+    writing handle closed (sshfs does not wait for that close's answer before reading)."""
 
     def __init__(self, handle: WriteHandle) -> None:
         self._handle = handle
+        self._open = True
+        handle.add_reader()
 
     def readChunk(self, offset: int, length: int) -> Deferred:  # noqa: N802 (Conch)
         """As the writing handle reads."""
@@ -218,7 +239,10 @@ class PendingReader:
         """Ignored."""
 
     def close(self) -> None:
-        """The writing handle stays open."""
+        """The writing handle stays open; the spool is let go if it closed already."""
+        if self._open:
+            self._open = False
+            self._handle.reader_closed()
 
 
 class Listing:
