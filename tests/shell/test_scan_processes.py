@@ -27,8 +27,10 @@ from tahoe.storage.containers import open_container
 from tahoe.storage.disk import open_file
 from tahoe.storage.leases import ExpiryPolicy
 from tahoe.storage.share_index import INDEX_NAME, ShareIndex, open_reader, prefix_value
-from tahoe.storage.share_scan import (PrefixScan, ScanProcesses, map_in_slices,
+from tahoe.storage.crawler import LeaseCheckingCrawler
+from tahoe.storage.share_scan import (PrefixScan, ScanProcesses, bucket_inodes, map_in_slices,
                                       plan_from_index, scan_prefix_for_walk)
+from tests.shell.storage_support import assert_index_in_step, clock_at, make_server
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 GENERATOR = REPOSITORY / "misc" / "bench" / "storage_population.py"
@@ -47,7 +49,7 @@ def population(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, float]:
 
 @pytest.fixture
 def scanners() -> Iterator[ScanProcesses]:
-    scanners = ScanProcesses(processes=3)
+    scanners = ScanProcesses(processes=3, small_prefix=0)
     yield scanners
     scanners.stop()
 
@@ -109,6 +111,63 @@ def test_an_error_in_a_scan_comes_back_as_that_error(population: tuple[str, floa
                  scan_prefix_for_walk(*_args(population, prefix)))
 
 
+def test_a_prefix_of_few_buckets_is_scanned_here(population: tuple[str, float]) -> None:
+    """Below ``small_prefix`` buckets (none, or a prefix directory never made) a prefix is
+    scanned in this process, with the same answer and no child started; a prefix with
+    enough buckets goes to a child."""
+    shares, _ = population
+    buckets = {prefix: len(bucket_inodes(os.path.join(shares, prefix)))
+               for prefix in paths.all_prefixes()}
+    few = [prefix for prefix, count in buckets.items() if count < 2]
+    many = next(prefix for prefix, count in buckets.items() if count >= 2)
+    assert any(buckets[p] == 0 for p in few) and any(buckets[p] == 1 for p in few)
+    scanners = ScanProcesses(processes=1, small_prefix=2)
+    try:
+        for prefix in few:
+            assert _same(scanners(*_args(population, prefix)),
+                         scan_prefix_for_walk(*_args(population, prefix))), prefix
+        assert _children(scanners) == []
+        assert _same(scanners(*_args(population, many)),
+                     scan_prefix_for_walk(*_args(population, many)))
+        assert len(_children(scanners)) == 1
+    finally:
+        scanners.stop()
+
+
+def test_a_small_store_is_checked_without_starting_a_child(tmp_path: Path) -> None:
+    """The node's lease checker on 600 shares (at most a few buckets a prefix), with
+    the default ``small_prefix``: both the rebuilding cycle and the one from the index
+    collect exactly what a checker scanning in its own process collects on a copy, and
+    no scanning process is ever asked (its command would fail: it is never started)."""
+    storage = tmp_path / "storage"
+    subprocess.run([sys.executable, str(GENERATOR), str(storage), "600"], check=True,
+                   stdout=subprocess.DEVNULL)
+    now = json.loads((storage / "population.json").read_text())["now"]
+    shutil.copytree(storage, tmp_path / "control")
+    results = []
+    for root, scanner in ((storage, ScanProcesses(command=[sys.executable, "-c", "exit(3)"])),
+                          (tmp_path / "control", scan_prefix_for_walk)):
+        for cycle, day in enumerate((0, 20)):  # the rebuilding cycle, then one from the index
+            clock = clock_at(now + day * 86400)
+            server = make_server(root, clock)
+            assert server.index.fresh == (cycle == 1)
+            checker = LeaseCheckingCrawler(root, clock, server.index, ExpiryPolicy("age"),
+                                           True, slow_start=0, scanner=scanner)
+            checker.start()
+            clock.advance(checker.first_delay())
+            assert checker.state["last-cycle-finished"] == cycle
+            assert_index_in_step(server)
+            results.append((checker.deleted_shares, sorted(
+                str(p.relative_to(root)) for p in (root / paths.SHARES_DIR).rglob("*"))))
+            checker.stop()
+            server.close()
+        if isinstance(scanner, ScanProcesses):
+            assert not scanner._broken and _children(scanner) == []
+            scanner.stop()
+    assert results[0] == results[2] and results[1] == results[3]
+    assert results[0][0] > 200 and results[1][0] > 0
+
+
 @pytest.mark.parametrize("program", [
     "pass",                                      # exits at once
     "import sys; sys.stdin.buffer.read(8); sys.stdout.buffer.write(b'\\0' * 7)",  # garbage
@@ -117,7 +176,8 @@ def test_a_failing_child_means_scanning_here(population: tuple[str, float],
                                              program: str) -> None:
     """A child that cannot answer: every call still gets the right answer (scanned in this
     process), and no child is started again."""
-    scanners = ScanProcesses(processes=2, command=[sys.executable, "-c", program])
+    scanners = ScanProcesses(processes=2, command=[sys.executable, "-c", program],
+                               small_prefix=0)
     try:
         prefixes = paths.all_prefixes()[:40]
         with ThreadPoolExecutor(8) as threads:
@@ -238,7 +298,7 @@ def test_a_failing_child_collects_nothing(population: tuple[str, float], indexed
     """A child that cannot answer: ``collect`` says None (the node collects itself) and no
     share is touched."""
     _, now = population
-    failing = ScanProcesses(processes=1, command=[sys.executable, "-c", "pass"])
+    failing = ScanProcesses(processes=1, command=[sys.executable, "-c", "pass"], small_prefix=0)
     try:
         assert failing.collect(*_collect_args(indexed, "aa", now)) is None
         assert failing.collect(*_collect_args(indexed, "ab", now)) is None

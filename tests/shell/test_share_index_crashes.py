@@ -195,7 +195,7 @@ def test_a_scanning_process_dying_mid_collection_loses_no_live_share(
     live_before = {key for key, row in shares_on_disk(root).items() if _live(row[-1])}
     scanners = ScanProcesses(processes=1, command=[
         sys.executable, str(REPOSITORY / "tests" / "support" / "scan_worker_crash.py"),
-        crash_point])
+        crash_point], small_prefix=0)
     try:
         checker = LeaseCheckingCrawler(root, clock, server.index, POLICY, True, slow_start=0,
                                        scanner=scanners)

@@ -458,6 +458,9 @@ class LeaseCheckingCrawler(ShareCrawler):
         if not job.counts:
             return outcome
         collect = getattr(self.scanner, "collect", None)
+        small = getattr(self.scanner, "small", None)
+        if small is not None and small(str(self.shares_dir / job.prefix)):
+            collect = None  # (a few shares: not worth starting the processes)
         # The scanning processes examine the rows and collect (outside the node's
         # interpreter lock, under the bucket locks they share with the node).
         scan = collect(self.keeper.index.path, self.keeper.locks.path, str(self.storage_dir),

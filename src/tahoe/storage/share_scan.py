@@ -229,21 +229,33 @@ class ScanProcesses:
     be started or fails, the scans run in this process from then on (said once in the
     log).
 
+    A prefix directory of fewer than ``small_prefix`` buckets (or none) is scanned in
+    this process instead: starting three interpreters costs about two seconds of CPU,
+    far more than reading a few files, and a node with few shares (a new one, most of
+    a test grid's) would pay it at every cycle of its lease checker.
+
     :param processes: children started (three keep two cores busy with twelve reads in
         flight, measured in ``docs/performance.md``).
+    :param small_prefix: buckets a prefix directory must hold for its work to go to a
+        child.
     """
 
     _log = Logger()
 
-    def __init__(self, processes: int = 3, command: list[str] | None = None) -> None:
+    def __init__(self, processes: int = 3, command: list[str] | None = None,
+                 small_prefix: int = 4) -> None:
         self._command = command or [sys.executable, "-m", "tahoe.storage.scan_worker"]
         self._processes = processes
+        self._small_prefix = small_prefix
         self._children: list[_Child] = []
         self._lock = threading.Lock()
         self._stopped = False
         self._broken = False
 
     def __call__(self, *args: Any) -> PrefixScan:
+        shares_dir, prefix = args[0], args[1]
+        if self.small(os.path.join(shares_dir, prefix)):
+            return scan_prefix_for_walk(*args)
         try:
             answer = self._ask(("scan", args)).result()
         except _ChildFailed as failure:
@@ -258,7 +270,8 @@ class ScanProcesses:
 
     def collect(self, *args: Any) -> PrefixScan | None:
         """:func:`~.collector.plan_and_collect` in a child; None if the children failed
-        (the caller plans and collects in its own process)."""
+        (the caller plans and collects in its own process, as it should for a prefix
+        that is :meth:`small`)."""
         try:
             answer = self._ask(("collect", args)).result()
         except _ChildFailed as failure:
@@ -267,6 +280,17 @@ class ScanProcesses:
         if isinstance(answer, BaseException):
             raise answer
         return answer  # type: ignore[no-any-return]
+
+    def small(self, prefix_dir: str) -> bool:
+        """Whether ``prefix_dir`` holds fewer than ``small_prefix`` entries (a directory
+        that cannot be listed holds none)."""
+        if self._small_prefix <= 0:
+            return False
+        with contextlib.suppress(OSError), os.scandir(prefix_dir) as entries:
+            for count, _ in enumerate(entries, 1):
+                if count >= self._small_prefix:
+                    return False
+        return True
 
     def _ask(self, request: tuple[str, tuple[Any, ...]]) -> Future[Any]:
         with self._lock:
