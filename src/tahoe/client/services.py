@@ -43,8 +43,11 @@ class ClientServices:
                                      clock, self.keypool, history=self.history, stats=stats)
         self.directories = DirectoryClient(self.mutable, self)
 
-    def start(self) -> None:
-        """Start background work: pre-generating RSA keys for new mutable files."""
+    def expect_use(self) -> None:
+        """Someone uses this client (its gateway's first request): begin pre-generating RSA
+        keys for new mutable files. Not at the node's start: a node that only stores
+        shares would spend a few hundred milliseconds of CPU on keys it never uses, and
+        a new mutable file without a key ready waits for one."""
         self.keypool.start()
 
     async def upload(self, source: Uploadable) -> UploadResult:

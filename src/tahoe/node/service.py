@@ -198,7 +198,6 @@ class Node:
                                      self.nodedir.convergence_secret or b"",
                                      self.config.client.encoding_parameters(), self.reactor,
                                      stats=self.stats.statistics)
-        self.client.start()
         for server in self.nodedir.static_servers:
             self._add_server(server.server_id, dict(server.announcement), static=True)
 
@@ -241,7 +240,8 @@ class Node:
                 (self.nickname, nodeid), self.stats.document, crawlers,
                 self.clock))
             self.web_port = await start_web_server(self.reactor, self.config.web_port, root,
-                                                   self.basedir)
+                                                   self.basedir,
+                                                   first_write=self.client.expect_use)
         sftpd = self.config.sftpd
         if sftpd.enabled:
             # Twisted Conch is imported only by nodes that serve SFTP.

@@ -1,6 +1,7 @@
 """Start the gateway's HTTP listener and publish ``node.url`` once it listens."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,11 @@ class GatewayRequest(server.Request):
     def process(self) -> None:
         """Set the headers (``tahoe.web.headers``), then dispatch as Twisted does."""
         set_security_headers(self)
+        if self.method in (b"POST", b"PUT"):
+            site = self.channel.site
+            first_write, site.first_write = getattr(site, "first_write", None), None
+            if first_write is not None:
+                first_write()
         super().process()
 
     def render(self, resrc: resource.IResource) -> None:
@@ -85,13 +91,16 @@ def url_for_port(listening_port: Any, tls: bool = False) -> str:
 
 
 async def start_web_server(reactor: Any, strport: str, root: resource.Resource,
-                           basedir: Path) -> Any:
+                           basedir: Path, first_write: Callable[[], None] | None = None) -> Any:
     """Listen on ``strport`` and write ``node.url`` atomically when ready.
 
+    :param first_write: called once, as the first POST or PUT (a request that may
+        create something) arrives.
     :returns: the listening port (stop it with ``stopListening``).
     """
     site = server.Site(root, logFormatter=censored_log_line)
     site.requestFactory = GatewayRequest
+    site.first_write = first_write
     site.displayTracebacks = False
     endpoint = endpoints.serverFromString(reactor, strport)
     port = await endpoint.listen(site)
