@@ -132,7 +132,7 @@ def smoke_plan() -> Plan:
         memory_sizes={20 * KB: 1},
         rtt_delays=(0.002,), rtt_count=1, rtt_warmup=0,
         discard_sizes={KB: 1, 10 * KB: 1},
-        segment_sizes=(4 * KIB, 8 * KIB), segment_files={10 * KB: 1}, segment_ranged_count=1,
+        segment_sizes=(8 * KIB,), segment_files={10 * KB: 1}, segment_ranged_count=1,
         floor_count=2, floor_warmup=1,
         encode_mib=0.25, encode_repeat=1,
         idle_window=0.2, settle_timeout=3.0, quiet_wait=0.0,

@@ -7,7 +7,8 @@ for the same bytes (file and stdin forms, 1 kB and 5 MB), downloads to a
 file and to stdout, mutable files (SDMF, MDMF, overwrite through the write
 cap), ``alias:path`` uploads read back by Tahoe's CLI (URL quoting), the
 ``--private-key-path`` encoding (against Tahoe's own ``load_private_key``),
-the same first error line as Tahoe's, and whole-process timings.
+and the same first error line as Tahoe's. (Whole-process timings of ``tahoe
+put`` are ``make bench``'s, not a test's.)
 
 The Tahoe grid and client are shared by the session: every file uploaded
 here is made from a seed unique to this module, so that no other test finds
@@ -18,11 +19,8 @@ from __future__ import annotations
 import json
 import os
 import random
-import resource
 import socket
-import statistics
 import subprocess
-import time
 import urllib.request
 from pathlib import Path
 
@@ -36,7 +34,6 @@ pytestmark = pytest.mark.interop
 
 CLI_TIMEOUT = 300.0
 SIZES = {"1kB": 1000, "5MB": 5 * 1024 * 1024}
-TIMING_RUNS = 20
 
 
 def run(exe: Path, *args: str | os.PathLike[str],
@@ -197,54 +194,3 @@ def test_errors_read_like_tahoe(tmp_path: Path, gateway: Gateway, tahoe120: Path
     theirs_put = run(tahoe120, "-d", dead, "put", tmp_path / "f")
     assert ours_put.returncode == theirs_put.returncode == 1
     assert first_error_line(ours_put.stderr) == first_error_line(theirs_put.stderr)
-
-
-def _medians_ms(command: list[str], runs: int,
-                inputs: list[Path] | None = None) -> tuple[float, float]:
-    """Median wall time and median CPU time (user + sys) of ``runs`` runs, in ms."""
-    walls, cpus = [], []
-    for i in range(runs):
-        argv = [*command, str(inputs[i])] if inputs else command
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        started = time.perf_counter()
-        result = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
-                                timeout=CLI_TIMEOUT)
-        walls.append(time.perf_counter() - started)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-        assert result.returncode == 0, result.stderr
-    return statistics.median(walls) * 1000, statistics.median(cpus) * 1000
-
-
-def test_whole_process_timings(tmp_path: Path, gateway: Gateway, tahoe120: Path) -> None:
-    """Our --version and put of 1 kB, as whole processes, beside Tahoe's CLI and the gateway."""
-    files = []
-    for i in range(TIMING_RUNS):
-        path = tmp_path / f"k{i}"
-        path.write_bytes(random.Random(f"cli-timing-put-{i}").randbytes(1000))
-        files.append(path)
-    exe = str(our_tahoe())
-    version, version_cpu = _medians_ms([exe, "--version"], TIMING_RUNS)
-    put, put_cpu = _medians_ms([exe, "put", "-u", gateway.url], TIMING_RUNS, files)
-
-    from tahoe.cli.gateway import Gateway as Client
-    from tahoe.cli.localio import Body
-    gateway_times = []
-    for i in range(TIMING_RUNS):
-        data = random.Random(f"cli-timing-gateway-{i}").randbytes(1000)
-        started = time.perf_counter()
-        with Client(gateway.url).request("PUT", "uri", body=Body.from_bytes(data)) as response:
-            assert response.status == 200
-            response.read()
-        gateway_times.append(time.perf_counter() - started)
-    in_gateway = statistics.median(gateway_times) * 1000
-
-    their_version, _ = _medians_ms([str(tahoe120), "--version"], 3)
-    their_put, their_put_cpu = _medians_ms(
-        [str(tahoe120), "-d", str(gateway.node.basedir), "put"], 3, files[:3])
-    print(f"\nmedians (wall / CPU of the CLI process): ours --version {version:.1f} /"
-          f" {version_cpu:.1f} ms, ours put 1 kB {put:.1f} / {put_cpu:.1f} ms (the gateway's"
-          f" own PUT /uri, in-process client: {in_gateway:.1f} ms wall); Tahoe 1.20 --version"
-          f" {their_version:.0f} ms, put {their_put:.0f} / {their_put_cpu:.0f} ms;"
-          f" load average {os.getloadavg()[0]:.1f}")
-    assert put < their_put

@@ -6,9 +6,9 @@ Tahoe 1.20 client node, sharing one CLI directory (``node.url`` and
 ``list-aliases`` in all three forms: the same text as Tahoe's, read-only caps
 included), ``mkdir``, ``put`` into ``alias:dir/name``, ``ls`` with every flag
 (the same lines as Tahoe's ``ls``), exit statuses, ``cp -r`` of a tree up and
-back, ``cp`` of single files, ``mv``, ``ln``, ``unlink``/``rm``, a few error
-messages beside Tahoe's, and the time of ``cp -r`` of 60 files of 1 kB, ours
-against Tahoe's (printed, not asserted; ``make bench`` measures 300).
+back, ``cp`` of single files, ``mv``, ``ln``, ``unlink``/``rm``, and a few error
+messages beside Tahoe's. (The speed of ``cp -r`` beside Tahoe's is ``make
+bench``'s to measure.)
 
 Every file uploaded here is made from a seed unique to this module and test,
 so that no other upload finds its shares already stored.
@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import random
 import subprocess
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -32,7 +31,6 @@ pytestmark = pytest.mark.interop
 
 CLI_TIMEOUT = 600.0
 TREE_FILES = 50
-TIMING_FILES = 60
 
 
 def run(exe: Path, *args: str | os.PathLike[str],
@@ -210,31 +208,3 @@ def test_cp_errors_match_tahoe(tmp_path: Path, cli_dir: Path, tahoe120: Path) ->
         for case, mine, tahoe in zip(cases, mines, tahoes):
             assert (mine.returncode, mine.stdout, mine.stderr) == \
                 (tahoe.returncode, tahoe.stdout, tahoe.stderr), case
-
-
-def _timed(*argv: str | os.PathLike[str]) -> float:
-    started = time.perf_counter()
-    result = run(*argv)  # type: ignore[arg-type]
-    elapsed = time.perf_counter() - started
-    assert result.returncode == 0, result.stderr
-    return elapsed
-
-
-def test_cp_many_small_files_timing(tmp_path: Path, cli_dir: Path, tahoe120: Path) -> None:
-    """cp -r of 60 files of 1 kB through the Tahoe gateway: ours and Tahoe's CLI, timed."""
-    ok(run(our_tahoe(), "-d", cli_dir, "create-alias", "t"))
-    mine_source, their_source = tmp_path / "ours" / "many", tmp_path / "theirs" / "many"
-    make_tree(mine_source, "cli-dirs-timing-ours", TIMING_FILES)
-    make_tree(their_source, "cli-dirs-timing-theirs", TIMING_FILES)
-    ours_up = _timed(our_tahoe(), "-d", cli_dir, "cp", "-r", mine_source, "t:ours")
-    theirs_up = _timed(tahoe120, "-d", cli_dir, "cp", "-r", their_source, "t:theirs")
-    ours_down = _timed(our_tahoe(), "-d", cli_dir, "cp", "-r", "t:ours/many", tmp_path / "d1")
-    theirs_down = _timed(tahoe120, "-d", cli_dir, "cp", "-r", "t:theirs/many",
-                         tmp_path / "d2")
-    assert same_trees(mine_source, tmp_path / "d1" / "many")
-    assert same_trees(their_source, tmp_path / "d2" / "many")
-    print(f"\ncp -r of {TIMING_FILES + 1} small files through Tahoe 1.20's gateway:"
-          f" up: ours {ours_up:.2f} s, Tahoe's CLI {theirs_up:.2f} s"
-          f" ({theirs_up / ours_up:.1f}x); down: ours {ours_down:.2f} s, Tahoe's CLI"
-          f" {theirs_down:.2f} s ({theirs_down / ours_down:.1f}x);"
-          f" load average {os.getloadavg()[0]:.1f}")
