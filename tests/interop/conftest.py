@@ -10,7 +10,10 @@ Fixtures:
 * ``tahoe120`` (session): ``Path`` of Tahoe 1.20's ``tahoe`` executable.
 * ``tahoe_grid`` (session): a :class:`~tests.support.grid.Grid` of Tahoe 1.20
   nodes: an introducer and 3 storage nodes, all on 127.0.0.1, at their
-  defaults (Foolscap and HTTPS on one port, NURLs announced), with
+  defaults (Foolscap and HTTPS on one port, NURLs announced), except that
+  the storage nodes' own client sides use Foolscap (a Tahoe 1.20 HTTPS
+  client asks every server's version each second: 2 % of a core per node for
+  the whole session, against 0.3 %; the tests' clients are separate nodes), with
   ``reserved_space = 1M`` and shares k=2, happy=3, N=3
   (``SMALL_GRID_SHARES``): every upload puts one share on each server (a
   server that refuses shares fails the upload) and any two servers can serve
@@ -71,7 +74,8 @@ def tahoe_grid(tahoe120: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
     workdir = tmp_path_factory.mktemp("tahoe120-grid")
     with ProcessSet() as processes:
         yield start_grid(TahoeTool(tahoe120, workdir / "logs"), workdir, processes,
-                         storage_nodes=SMALL_GRID_STORAGE_NODES, shares=SMALL_GRID_SHARES)
+                         storage_nodes=SMALL_GRID_STORAGE_NODES, shares=SMALL_GRID_SHARES,
+                         storage_clients_foolscap=True)
 
 
 @pytest.fixture(scope="session")

@@ -123,16 +123,22 @@ def start_introducer(tool: TahoeTool, basedir: Path, processes: ProcessSet,
 
 def start_storage_node(tool: TahoeTool, basedir: Path, processes: ProcessSet, *,
                        introducer_furl: str, shares: Shares, force_foolscap: bool = False,
+                       client_foolscap: bool = False,
                        timeout: float = NODE_START_TIMEOUT) -> Gateway:
     """Create (``create-node``, nickname = directory name), configure and run a storage node.
 
     Its tub and web port listen on 127.0.0.1 only; see
     :func:`tests.support.nodes.config_for_tests` for the ``tahoe.cfg`` edits.
+    With ``client_foolscap`` only the node's own client side reaches servers over
+    Foolscap (``[client] force_foolscap``); its server still offers both protocols.
     Returns once its ``node.url`` exists.
     """
     tool.create_node(basedir, introducer_furl=introducer_furl, shares=shares,
                      nickname=basedir.name, web_port=free_port(), tub_port=free_port())
-    edit_tahoe_cfg(basedir, config_for_tests(storage=True, force_foolscap=force_foolscap))
+    changes = config_for_tests(storage=True, force_foolscap=force_foolscap)
+    if client_foolscap:
+        changes = {**changes, "client": {**changes.get("client", {}), "force_foolscap": "true"}}
+    edit_tahoe_cfg(basedir, changes)
     node = tool.start(basedir, processes)
     return Gateway(node, node.node_url(timeout))
 
@@ -151,8 +157,12 @@ def start_client(tool: TahoeTool, basedir: Path, processes: ProcessSet, *,
 
 
 def start_grid(tool: TahoeTool, workdir: Path, processes: ProcessSet, *, storage_nodes: int,
-               shares: Shares, force_foolscap: bool = False) -> Grid:
+               shares: Shares, force_foolscap: bool = False,
+               storage_clients_foolscap: bool = False) -> Grid:
     """Start an introducer and ``storage_nodes`` storage nodes under ``workdir``.
+
+    ``storage_clients_foolscap``: the storage nodes' own clients use Foolscap
+    (:func:`start_storage_node`'s ``client_foolscap``).
 
     Node directories are ``workdir/introducer`` and ``workdir/storage<i>``.
     Returns once every storage node's gateway is up and sees every server,
@@ -166,7 +176,8 @@ def start_grid(tool: TahoeTool, workdir: Path, processes: ProcessSet, *, storage
     started = time.monotonic()
     nodes = in_parallel([
         functools.partial(start_storage_node, tool, workdir / f"storage{i}", processes,
-                          introducer_furl=furl, shares=shares, force_foolscap=force_foolscap)
+                          introducer_furl=furl, shares=shares, force_foolscap=force_foolscap,
+                          client_foolscap=storage_clients_foolscap)
         for i in range(1, storage_nodes + 1)
     ])
     timings["storage_nodes"] = time.monotonic() - started
