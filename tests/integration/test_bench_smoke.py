@@ -39,7 +39,7 @@ def _run_smoke(tmp_path: Path, *extra: str) -> tuple[dict[str, Any], subprocess.
     return report, result
 
 
-def _assert_system_measured(system: dict[str, Any]) -> None:
+def _assert_system_measured(system: dict[str, Any], *, rtt_and_segments: bool = True) -> None:
     assert not system["errors"], system["errors"]
     assert system["small_upload_s"] and system["cli_put_s"]
     assert set(system["uploads"]["seconds"]) == {"1000", "10000"}
@@ -47,10 +47,13 @@ def _assert_system_measured(system: dict[str, Any]) -> None:
     assert system["ranged_s"]
     assert system["idle"]["storage_rss_mib"] and system["idle"]["client_rss_mib"]
     assert system["memory"]["peak_rss_mib"]
-    assert set(system["rtt"]) == {"0.0", "0.002"}
+    if rtt_and_segments:
+        assert set(system["rtt"]) == {"0.0", "0.002"}
+        assert len(system["segments"]) == 1 and all(system["segments"].values())
+    else:
+        assert "rtt" not in system and "segments" not in system
     assert system["floor"]["seconds"] and system["floor_plain"]["seconds"]
     assert system["floor_https"]["seconds"]
-    assert len(system["segments"]) == 1 and all(system["segments"].values())
     assert system["discard"]["uploads"]["seconds"]
     directories = system["directories"]
     assert directories["put_s"] and directories["mkdir_unlinked_s"] and directories["mkdir_alias_s"]
@@ -107,10 +110,14 @@ def test_bench_rejects_an_unknown_section(tmp_path: Path) -> None:
 
 @pytest.mark.interop
 def test_bench_smoke_tahoe_grid(tmp_path: Path) -> None:
-    """``bench.py --smoke --systems tahoe`` runs every workload on a Tahoe-LAFS 1.20 grid."""
-    report, result = _run_smoke(tmp_path, "--systems", "tahoe", "--skip-controls")
+    """``bench.py --smoke --systems tahoe`` runs the workloads on a Tahoe-LAFS 1.20 grid, all
+    but the segment sizes and the delay proxies: each of those starts another Tahoe client
+    (about 3 s of CPU), and the harness's code for them is the one the run on our grid
+    checks, given Tahoe's own configuration key and ``servers.yaml``."""
+    report, result = _run_smoke(tmp_path, "--systems", "tahoe", "--skip-controls", "--sections",
+                                "idle,small,floor,put,directories,cost,memory,foolscap,discard")
     tahoe = report["systems"]["tahoe"]
-    _assert_system_measured(tahoe)
+    _assert_system_measured(tahoe, rtt_and_segments=False)
     assert tahoe["version"].startswith("tahoe-lafs/1.20")
     assert tahoe["foolscap_client"]["small_upload_s"]
     assert "ours" not in report["systems"]
