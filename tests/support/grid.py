@@ -129,16 +129,12 @@ def start_storage_node(tool: TahoeTool, basedir: Path, processes: ProcessSet, *,
 
     Its tub and web port listen on 127.0.0.1 only; see
     :func:`tests.support.nodes.config_for_tests` for the ``tahoe.cfg`` edits.
-    With ``client_foolscap`` only the node's own client side reaches servers over
-    Foolscap (``[client] force_foolscap``); its server still offers both protocols.
     Returns once its ``node.url`` exists.
     """
     tool.create_node(basedir, introducer_furl=introducer_furl, shares=shares,
                      nickname=basedir.name, web_port=free_port(), tub_port=free_port())
-    changes = config_for_tests(storage=True, force_foolscap=force_foolscap)
-    if client_foolscap:
-        changes = {**changes, "client": {**changes.get("client", {}), "force_foolscap": "true"}}
-    edit_tahoe_cfg(basedir, changes)
+    edit_tahoe_cfg(basedir, config_for_tests(storage=True, force_foolscap=force_foolscap,
+                                             client_foolscap=client_foolscap))
     node = tool.start(basedir, processes)
     return Gateway(node, node.node_url(timeout))
 
@@ -162,7 +158,7 @@ def start_grid(tool: TahoeTool, workdir: Path, processes: ProcessSet, *, storage
     """Start an introducer and ``storage_nodes`` storage nodes under ``workdir``.
 
     ``storage_clients_foolscap``: the storage nodes' own clients use Foolscap
-    (:func:`start_storage_node`'s ``client_foolscap``).
+    (``client_foolscap`` of :func:`tests.support.nodes.config_for_tests`).
 
     Node directories are ``workdir/introducer`` and ``workdir/storage<i>``.
     Returns once every storage node's gateway is up and sees every server,

@@ -150,7 +150,8 @@ def _section_has_key(lines: Sequence[str], section: str, key: str) -> bool:
 
 
 def config_for_tests(
-    *, storage: bool, force_foolscap: bool = False, reserved_space: str = "1M",
+    *, storage: bool, force_foolscap: bool = False, client_foolscap: bool = False,
+    reserved_space: str = "1M",
 ) -> dict[str, dict[str, str | None]]:
     """The ``tahoe.cfg`` changes a test node needs (for :func:`edit_tahoe_cfg`).
 
@@ -160,11 +161,13 @@ def config_for_tests(
     * ``force_foolscap``: both implementations otherwise use the HTTPS storage
       protocol (servers announce NURLs, clients prefer them); with it, a
       storage server announces no NURLs and a client uses Foolscap.
+    * ``client_foolscap``: only the node's client side uses Foolscap
+      (``[client] force_foolscap``); its server still offers both protocols.
 
     :param storage: whether the node runs a storage server.
     """
     changes: dict[str, dict[str, str | None]] = {}
-    if force_foolscap:
+    if force_foolscap or client_foolscap:
         changes["client"] = {"force_foolscap": "true"}
     if storage:
         changes["storage"] = {"reserved_space": reserved_space}

@@ -55,7 +55,7 @@ class GatewayRequest(server.Request):
         set_security_headers(self)
         if self.method in (b"POST", b"PUT"):
             site = self.channel.site
-            first_write, site.first_write = getattr(site, "first_write", None), None
+            first_write, site.first_write = site.first_write, None
             if first_write is not None:
                 first_write()
         super().process()
