@@ -42,8 +42,9 @@ def _si(name: str, n: int = 0) -> bytes:
     return (name.encode() + bytes([n]) + b"-storage-index!!")[:16]
 
 
-OLD, YOUNG, OLD_SLOT, YOUNG_SLOT, MIXED, NEW = (
-    _si("old"), _si("young"), _si("oslot"), _si("yslot"), _si("mixed"), _si("new"))
+OLD, YOUNG, OLD_SLOT, YOUNG_SLOT, MIXED, RENEWED, NEW = (
+    _si("old"), _si("young"), _si("oslot"), _si("yslot"), _si("mixed"), _si("renewed"),
+    _si("new"))
 
 
 def _upload(server: StorageServer, si: bytes, renew: bytes, shnums: set[int]) -> None:
@@ -68,12 +69,15 @@ def _population(root: Path) -> None:
     _upload(server, OLD, OLD_RENEW, {0, 1, 2})
     _slot(server, OLD_SLOT, OLD_RENEW)
     _upload(server, MIXED, OLD_RENEW, {0})
+    _upload(server, RENEWED, OLD_RENEW, {0})
+    server.add_lease(RENEWED, YOUNG_RENEW, CANCEL)
     for n in range(20):
         _upload(server, _si("filler-old", n), OLD_RENEW, {n % 3})
     clock.advance(NOW - DAY - START)
     _upload(server, YOUNG, YOUNG_RENEW, {0, 1})
     _slot(server, YOUNG_SLOT, YOUNG_RENEW)
-    server.add_lease(MIXED, YOUNG_RENEW, CANCEL)
+    server.add_lease(MIXED, YOUNG_RENEW, CANCEL)  # MIXED: an expired lease, then a live one
+    server.add_lease(RENEWED, OLD_RENEW, CANCEL)  # RENEWED: a live lease, then an expired one
     for n in range(20):
         _upload(server, _si("filler-young", n), YOUNG_RENEW, {n % 3})
     server.close()
@@ -126,6 +130,11 @@ CASES = {
     "collection from files, crash after a delete": ("gc", "before-index-update", OLD, True),
     "collection, crash between unlink and rmdir": ("gc", "after-unlink-before-rmdir", OLD, False),
     "collection, crash after trimming a lease": ("gc", "after-lease-trim", OLD, False),
+    "collection, crash inside the first lease trim": ("gc", "mid-lease-trim", OLD, False),
+    "collection, crash inside the second lease trim":
+        ("gc", "mid-second-lease-trim", OLD, False),
+    "collection from files, crash inside the second lease trim":
+        ("gc", "mid-second-lease-trim", OLD, True),
     "rebuild, crash half way": ("gc", "mid-rebuild", OLD, True),
 }
 
@@ -145,7 +154,7 @@ def test_a_crash_between_file_and_index_loses_no_live_share(tmp_path: Path, case
     assert after == live_before
     assert_index_in_step(server)
     # what the interrupted operation wrote to the files holds
-    young = {(YOUNG, 0), (YOUNG, 1), (YOUNG_SLOT, 0), (MIXED, 0)}
+    young = {(YOUNG, 0), (YOUNG, 1), (YOUNG_SLOT, 0), (MIXED, 0), (RENEWED, 0)}
     if operation == "upload":
         # share 0 was closed (then the crash); share 1 never was, and is gone with incoming/
         assert (NEW, 0) in after and (NEW, 1) not in after
@@ -161,7 +170,8 @@ def test_a_crash_between_file_and_index_loses_no_live_share(tmp_path: Path, case
     else:
         assert not {key for key in after if key[0] == OLD}
     assert young <= after
-    assert _leases(root, MIXED, 0) == 1  # the expired lease trimmed, the live one kept
+    # the expired lease trimmed, the live one kept, whichever came first
+    assert _leases(root, MIXED, 0) == _leases(root, RENEWED, 0) == 1
     # no bucket directory emptied by the collection is left behind
     buckets = {p.name for p in (root / paths.SHARES_DIR).glob("??/*") if p.name != "incoming"}
     assert buckets == {paths.storage_index_to_b32(si) for si, _ in after}
@@ -180,7 +190,7 @@ def test_a_crash_between_file_and_index_loses_no_live_share(tmp_path: Path, case
 
 
 @pytest.mark.parametrize("crash_point", ["after-first-delete", "after-unlink-before-rmdir",
-                                         "after-lease-trim"])
+                                         "after-lease-trim", "mid-lease-trim"])
 def test_a_scanning_process_dying_mid_collection_loses_no_live_share(
         tmp_path: Path, crash_point: str) -> None:
     """Garbage collection from a fresh index runs in the scanning processes: one that dies
@@ -207,6 +217,6 @@ def test_a_scanning_process_dying_mid_collection_loses_no_live_share(
         scanners.stop()
     assert set(shares_on_disk(root)) == live_before
     assert_index_in_step(server)
-    assert _leases(root, MIXED, 0) == 1
+    assert _leases(root, MIXED, 0) == _leases(root, RENEWED, 0) == 1
     buckets = {p.name for p in (root / paths.SHARES_DIR).glob("??/*") if p.name != "incoming"}
     assert buckets == {paths.storage_index_to_b32(si) for si, _ in live_before}

@@ -20,7 +20,7 @@ from typing import Any
 
 from twisted.internet.task import Clock
 
-from tahoe.storage import collector, share_index
+from tahoe.storage import collector, disk, share_index
 from tahoe.storage.crawler import LeaseCheckingCrawler
 from tahoe.storage.immutable_container import ImmutableContainer
 from tahoe.storage.indexing import IndexKeeper
@@ -88,7 +88,11 @@ CRASH_POINTS: dict[str, Callable[[], None]] = {
     # garbage collection removed a share file, not yet its emptied bucket directory
     "after-unlink-before-rmdir": lambda: _before(collector.disk, "remove_empty_dirs"),
     # garbage collection removed one expired lease of a share that keeps another
-    "after-lease-trim": lambda: _after(ImmutableContainer, "remove_lease"),
+    "after-lease-trim": lambda: _after(ImmutableContainer, "remove_leases"),
+    # garbage collection was trimming a share's expired lease: the process dies before
+    # the trim's last step, the file's cut (at the first trim, or at the second)
+    "mid-lease-trim": lambda: _before(disk.DiskFile, "truncate"),
+    "mid-second-lease-trim": lambda: _before(disk.DiskFile, "truncate", calls=2),
     # a rebuild from the files has written part of the index
     "mid-rebuild": lambda: _before(IndexKeeper, "scanned", calls=300),
 }

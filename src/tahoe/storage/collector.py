@@ -93,8 +93,7 @@ def _collect(path: str, key: tuple[bytes, int], policy: ExpiryPolicy, now: float
             container = open_container(file)
             action, expired = _judge(container, policy, now)
             if action == "trim":
-                for index in reversed(expired):
-                    container.remove_lease(index)
+                container.remove_leases(expired)
                 return Outcome(*key, "trimmed")
     except (FileNotFoundError, ContainerError):
         return Outcome(*key, "kept")

@@ -212,11 +212,36 @@ class ImmutableContainer:
 
     def remove_lease(self, index: int) -> None:
         """Remove lease record ``index``: the others move up and the file shrinks."""
+        self.remove_leases([index])
+
+    def remove_leases(self, indexes: "list[int] | tuple[int, ...]") -> None:
+        """Remove the lease records at ``indexes``: the others move up, in their order, and
+        the file shrinks.
+
+        Crash-safe: a process that dies between any two of its writes leaves every
+        remaining lease readable where the lease count and the file size say the leases
+        are, and nothing but lease records there. (Writing the records, then the count,
+        then cutting the file, as Tahoe does, leaves a window in which the count already
+        says fewer leases but the file still holds them all: the last records are read,
+        which may be the removed ones, and a live lease is lost.) So the remaining
+        records are first appended after the old ones, then counted (they are now the
+        last records, the old ones reading as a tail of share data, never as leases),
+        then written at their final place, and the file is cut there last.
+        """
         leases = self.leases()
-        if not 0 <= index < len(leases):
-            raise IndexError(f"no lease {index}")
-        del leases[index]
-        self._file.write_at(self._lease_offset, b"".join(map(pack_immutable_lease, leases)))
-        self._num_leases = len(leases)
-        self._file.write_at(_COUNT_OFFSET, _COUNT.pack(self._num_leases))
-        self._file.truncate(self._lease_offset + self._num_leases * IMMUTABLE_LEASE_SIZE)
+        gone = set(indexes)
+        if not gone <= set(range(len(leases))):
+            raise IndexError(f"no lease {sorted(gone - set(range(len(leases))))[0]}")
+        remaining = b"".join(pack_immutable_lease(lease) for i, lease in enumerate(leases)
+                             if i not in gone)
+        start, end = self._lease_offset, self._file.size()
+        try:
+            self._file.write_at(end, remaining)
+        except BaseException:
+            self._file.truncate(end)  # (a partial append would shift where leases are read)
+            raise
+        count = len(remaining) // IMMUTABLE_LEASE_SIZE
+        self._file.write_at(_COUNT_OFFSET, _COUNT.pack(count))
+        self._file.write_at(start, remaining)
+        self._file.truncate(start + len(remaining))
+        self._num_leases = count

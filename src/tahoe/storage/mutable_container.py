@@ -189,12 +189,34 @@ class MutableContainer:
             self._file.write_at(_DATA_LENGTH_OFFSET, _QWORD.pack(new_length))
 
     def _move_extra_leases(self, new_offset: int) -> None:
+        """Move the extra-lease block to ``new_offset`` (past its old place), Tahoe's layout
+        the end of it, and crash-safe: whenever the process may die, the header's offset
+        points at a whole copy of the block. (Zeroing the old copy first, as Tahoe does,
+        loses the extra leases to a crash before the offset is written.) A copy is never
+        written over the one the header points at: when the new place overlaps the old
+        one, the block goes first to a place past both, then to the new place, and the
+        file is cut after it."""
+        old_offset = self._extra_offset
         block_size = _COUNT.size + self._num_extra * MUTABLE_LEASE_SIZE
-        block = self._file.read_at(self._extra_offset, block_size)
-        write_zeros(self._file, self._extra_offset, block_size)
-        self._file.write_at(new_offset, block)
-        self._extra_offset = new_offset
-        self._file.write_at(_EXTRA_OFFSET_OFFSET, _QWORD.pack(new_offset))
+        block = self._file.read_at(old_offset, block_size)
+        if self._num_extra and new_offset < old_offset + block_size:
+            far = new_offset + block_size
+            self._file.write_at(far, block)
+            self._set_extra_offset(far)
+            self._file.write_at(new_offset, block)
+            self._set_extra_offset(new_offset)
+            self._file.truncate(new_offset + block_size)
+        else:
+            self._file.write_at(new_offset, block)
+            self._set_extra_offset(new_offset)
+        # the old copy, where the new one is not, reads as zeros (it is share data now)
+        stale_end = min(old_offset + block_size, new_offset)
+        if stale_end > old_offset:
+            write_zeros(self._file, old_offset, stale_end - old_offset)
+
+    def _set_extra_offset(self, offset: int) -> None:
+        self._extra_offset = offset
+        self._file.write_at(_EXTRA_OFFSET_OFFSET, _QWORD.pack(offset))
 
     # leases
 
@@ -291,6 +313,12 @@ class MutableContainer:
     def remove_lease(self, index: int) -> None:
         """Empty record ``index`` by zeroing it; the file is not compacted (§5.5)."""
         self.set_lease(index, EMPTY_MUTABLE_SLOT)
+
+    def remove_leases(self, indexes: "list[int] | tuple[int, ...]") -> None:
+        """Empty the records at ``indexes``, one write each (a crash between two leaves
+        the others as they were)."""
+        for index in indexes:
+            self.remove_lease(index)
 
     # test and read vectors
 
