@@ -48,13 +48,16 @@ def _reference(buckets: list[tuple[bytes, list[IndexedShare]]], policy: ExpiryPo
             if all(e <= NOW for e in leases):
                 figures.add("original")
             applies = policy is not None and policy.applies_to(kind)
-            if applies and all(policy.expired(e, NOW) for e in leases):  # type: ignore[union-attr]
+            expired = [applies and policy.expired(e, NOW)  # type: ignore[union-attr]
+                       for e in leases]
+            if all(expired):  # no valid lease (or none at all): configured, and actual
                 figures.add("configured")
                 if enabled:
                     figures.add("actual")
-                    delete.append((storage_index, share.shnum))
-            elif enabled and applies and any(policy.expired(e, NOW)  # type: ignore[union-attr]
-                                             for e in leases):
+                    if leases:  # cancelling the last expired lease deletes the share;
+                        # one with no lease has none to cancel and stays (Tahoe 1.20)
+                        delete.append((storage_index, share.shnum))
+            elif enabled and any(expired):
                 trim.append((storage_index, share.shnum))
             cs.add_share(cycle, figures, kind, share.size, share.disk_bytes)
             bucket_figures &= figures

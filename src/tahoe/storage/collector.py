@@ -104,13 +104,15 @@ def _collect(path: str, key: tuple[bytes, int], policy: ExpiryPolicy, now: float
 
 def _judge(container: Any, policy: ExpiryPolicy, now: float) -> tuple[str, list[int]]:
     """``kept``, ``trim`` (with the indexes of the expired lease records) or ``delete``
-    (every lease expired, or there is none)."""
+    (every lease expired; a share with no lease is kept, as Tahoe 1.20 keeps it)."""
     immutable = isinstance(container, ImmutableContainer)
     if not policy.applies_to("immutable" if immutable else "mutable"):
         return "kept", []
     # most shares are all expired or all live: told from the expiration times alone
     expired_now = [policy.expired(expiration, now)
                    for expiration in container.lease_expirations()]
+    if not expired_now:
+        return "kept", []  # no lease to cancel: kept, as Tahoe keeps it
     if all(expired_now):
         return "delete", []
     if not any(expired_now):
@@ -118,7 +120,7 @@ def _judge(container: Any, policy: ExpiryPolicy, now: float) -> tuple[str, list[
     records = container.leases() if immutable else container.lease_records()
     in_use = [i for i, lease in enumerate(records) if immutable or not lease.is_empty_slot]
     expired = [i for i in in_use if policy.expired(records[i].expiration, now)]
-    if in_use and not expired:
+    if not expired:
         return "kept", []
     if len(expired) < len(in_use):
         return "trim", expired
@@ -169,9 +171,9 @@ def plan_and_collect(index_path: str, lock_path: str, storage_dir: str, prefix: 
     collected here (its file read again under its bucket's lock, held across processes),
     many at once (``readers``) in the order of their bucket directories' inodes.
 
-    Returns the figures, and in ``collected`` what changed or may have, ``(storage
-    index, share number, action, error)`` of each share not ``kept``
-    (:class:`Outcome`): the node brings those rows in step.
+    Returns the figures, and in ``collected`` ``(storage index, share number, action,
+    error)`` of each share collected (:class:`Outcome`), ``kept`` ones too (their rows
+    were out of step with their files): the node brings those rows in step.
     """
     reader = getattr(_readers, index_path, None)
     if reader is None:
@@ -196,7 +198,6 @@ def plan_and_collect(index_path: str, lock_path: str, storage_dir: str, prefix: 
         return collect_share(locks.lock(si), f"{prefix_dir}/{name}/{shnum}", (si, shnum),
                              policy, now, delete)  # type: ignore[arg-type]
     scan.collected = [(outcome.storage_index, outcome.shnum, outcome.action, outcome.error)
-                      for outcome in map_in_slices(collect, named, readers)
-                      if outcome.action != "kept"]
+                      for outcome in map_in_slices(collect, named, readers)]
     scan.delete, scan.trim = [], []  # (the node needs only what was done)
     return scan

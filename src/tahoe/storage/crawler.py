@@ -528,7 +528,9 @@ class LeaseCheckingCrawler(ShareCrawler):
                                  self.policy, now, delete)
         jobs = collection_jobs(delete, trim)
         run = collectors.map if collectors is not None and len(jobs) > 1 else map
-        return [done for done in run(collect, jobs) if done.action != "kept"]
+        # every outcome, "kept" too: the row that planned it is out of step with the file
+        # (a lease renewed, the file gone or unreadable), and is read again
+        return list(run(collect, jobs))
 
     def _say_failures(self, done: list[Outcome]) -> None:
         failed = [d for d in done if d.action == "failed"]

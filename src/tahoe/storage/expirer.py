@@ -101,22 +101,22 @@ class CycleTally:
             elif count:
                 for expiration in struct.unpack(f">{count}L", leases):
                     self._age(expiration)
-            if count:
-                all_ended = row[_MAX] <= now
-                all_expired = policy is not None and policy.expired(row[_MAX], now)
-                any_expired = policy is not None and policy.expired(row[_MIN], now)
-            else:  # no lease at all: ended and expired, as all() of nothing is
-                all_ended = all_expired = True
-                any_expired = False
-            bits = _ORIGINAL if all_ended else 0
             applies = self._applies[kind]
-            if applies and all_expired:
-                bits |= _CONFIGURED
-                if enabled:
-                    bits |= _ACTUAL
-                    self.delete.append((storage_index, row[_SHNUM]))
-            elif enabled and applies and any_expired:
-                self.trim.append((storage_index, row[_SHNUM]))
+            if not count:
+                # No lease at all: counted as Tahoe 1.20 counts it (no valid lease, so in
+                # every figure, its kind expired or not), and never deleted, as Tahoe
+                # deletes a share only by cancelling its last expired lease.
+                bits = _ORIGINAL | _CONFIGURED | (_ACTUAL if enabled else 0)
+            else:
+                bits = _ORIGINAL if row[_MAX] <= now else 0
+                if applies and policy is not None and policy.expired(row[_MAX], now):
+                    bits |= _CONFIGURED
+                    if enabled:
+                        bits |= _ACTUAL
+                        self.delete.append((storage_index, row[_SHNUM]))
+                elif enabled and applies and policy is not None and \
+                        policy.expired(row[_MIN], now):
+                    self.trim.append((storage_index, row[_SHNUM]))
             tally = self._shares.get((bits, kind_name))
             if tally is None:
                 tally = self._shares[(bits, kind_name)] = [0, 0, 0]

@@ -59,7 +59,7 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
 """
 #: Leases beyond this many in one share are not indexed (their share is still, by its min/max).
 MAX_INDEXED_LEASES = 64
-#: An expiration for a share without leases: it sorts first, as expired as can be.
+#: The smallest and largest expiration of a share without leases (such a share is kept).
 NO_LEASE = -1
 
 
@@ -155,23 +155,6 @@ class IndexReader:
     def shares(self, storage_index: bytes) -> dict[int, IndexedShare]:
         """Every indexed share of a storage index."""
         return _shares(self.connection, storage_index)
-
-    def with_expired_leases(self, threshold: int, kinds: Iterable[int], limit: int,
-                            after: tuple[int, bytes, int] | None = None) -> list[IndexedShare]:
-        """Up to ``limit`` shares of ``kinds`` with a lease expiring before ``threshold`` (or
-        with no lease at all), in (earliest expiration, storage index, share number) order,
-        after the key ``after`` of that order."""
-        kinds = sorted(set(kinds))
-        if not kinds:
-            return []
-        marks = ", ".join("?" * len(kinds))
-        start = after or (NO_LEASE - 1, b"", -1)
-        rows = self.connection.execute(
-            f"SELECT {_COLUMNS} FROM shares WHERE min_expiration < ? AND kind IN ({marks}) "
-            "AND (min_expiration, si, shnum) > (?, ?, ?) "
-            "ORDER BY min_expiration, si, shnum LIMIT ?",
-            (threshold, *kinds, *start, limit)).fetchall()
-        return [IndexedShare.from_row(row) for row in rows]
 
     def all_shares(self, batch: int = 10000) -> Iterator[IndexedShare]:
         """Every share, in (storage index, share number) order, read in batches."""
