@@ -332,3 +332,21 @@ def test_an_update_reads_and_writes_in_one_hold_of_the_lock(tmp_path: Path) -> N
     assert index.shares(si) == {0: new}
     assert index.totals.shares == 1 and index.totals.buckets == 1
     index.close()
+
+
+def test_an_older_index_file_loses_its_unused_expiration_index(tmp_path: Path) -> None:
+    """Index files written before 2026-11-27 carry an index on min_expiration that no
+    query uses (a third of the file): opening one drops it, and its rows stay."""
+    path = tmp_path / "share-index.sqlite"
+    index = ShareIndex(path)
+    index.replace_prefix(0, [(bytes(16), 0, IMMUTABLE, 100, 4096, 4096, 88, b"", -1, -1)])
+    index.close()
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE INDEX shares_by_min_expiration ON shares (min_expiration)")
+    db.close()
+    index = ShareIndex(path)
+    names = [row[0] for row in index.connection.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'shares'")]
+    assert "shares_by_min_expiration" not in names
+    assert [share.shnum for share in index.all_shares()] == [0]
+    index.close()
