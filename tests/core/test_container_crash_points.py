@@ -157,3 +157,35 @@ def test_a_growth_leaves_tahoes_layout() -> None:
     assert file.getvalue() == (before[:84] + (303).to_bytes(8, "big")
                                + (468 + 303).to_bytes(8, "big") + before[100:468 + 300]
                                + b"xyz" + before[old_offset:])
+
+
+class FullDiskFile(MemoryFile):
+    """A :class:`MemoryFile` on a disk that fills up: past ``room`` more bytes, a write
+    stores what fits and fails, as a real one does (a short write, then ENOSPC)."""
+
+    def __init__(self, initial: bytes, room: int) -> None:
+        super().__init__(initial)
+        self.room = room
+
+    def write_at(self, offset: int, data: bytes | memoryview) -> None:
+        grows = max(0, offset + len(data) - self.size())
+        if grows > self.room:
+            fits = len(data) - (grows - self.room)
+            super().write_at(offset, bytes(data)[:max(0, fits)])
+            self.room = 0
+            raise OSError(28, "No space left on device")
+        self.room -= grows
+        super().write_at(offset, data)
+
+
+@pytest.mark.parametrize("room", [0, 4, 71])
+def test_a_lease_append_the_disk_cuts_short_leaves_the_share_as_it_was(room: int) -> None:
+    """A full disk that takes only part of a new lease record: the file is left as it was
+    (the part kept would shift where every lease is read, and the share would look
+    expired), and the error is raised."""
+    data = bytes(range(256)) * 2
+    before = _immutable(data, [_lease(0), _lease(1)])
+    file = FullDiskFile(before, room)
+    with pytest.raises(OSError):
+        ImmutableContainer.open(file).append_lease(_lease(2))
+    assert file.getvalue() == before

@@ -1,6 +1,7 @@
 """The storage server's mutable-share calls on a real directory, against Tahoe 1.20's bytes."""
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from tahoe.storage.errors import BadWriteEnablerError, NoSpace, WrongShareKind
 from tahoe.storage.server import StorageServer
 from tahoe.util import base32
 from tests.shell.storage_support import NODEID, make_server, snapshot
+from tests.support.sysfaults import fill, require_root, tmpfs
 from tests.vectors import load
 
 VECTOR = load("storage-mutable-container.json")
@@ -210,3 +212,30 @@ def test_tahoe_written_mutable_share_is_served(root: Path, clock: Clock) -> None
     assert ok and read == {0: [b"mutable sh"]}
     assert server.slot_readv(SI, [], [(0, 100)]) == {0: [b"mutable sh!"]}
     assert server.get_buckets(SI) == {}
+
+
+def test_a_new_share_the_full_disk_refuses_is_not_left_behind(tmp_path: Path) -> None:
+    """On a full disk (a tmpfs this test fills), creating a new mutable share fails with
+    ENOSPC and leaves no file: a share left headerless would refuse every later write to
+    its storage index, one left without a lease would be kept for ever. Once there is
+    room again the same write succeeds."""
+    require_root("mount")
+    storage_index, secrets = b"F" * 16, (b"w" * 32, b"r" * 32, b"c" * 32)
+    write = {0: ([], [(0, b"new mutable data" * 300)], None)}
+    clock = Clock()
+    clock.advance(1_790_000_000)
+    with tmpfs(tmp_path / "disk", 1024 * 1024) as disk:
+        server = make_server(disk / "storage", clock)
+        try:
+            fill(disk / "filler")
+            with pytest.raises(OSError) as refused:
+                server.slot_testv_and_readv_and_writev(storage_index, secrets, write, [])
+            assert refused.value.errno == errno.ENOSPC
+            assert not (disk / "storage" / paths.share_dir(storage_index)).exists()
+            (disk / "filler").unlink()
+            assert server.slot_testv_and_readv_and_writev(
+                storage_index, secrets, write, [(0, 16)]) == (True, {})
+            assert server.slot_readv(storage_index, [0], [(0, 16)]) == {
+                0: [b"new mutable data"]}
+        finally:
+            server.close()

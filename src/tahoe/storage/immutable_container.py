@@ -180,11 +180,23 @@ class ImmutableContainer:
                             pack_immutable_lease(lease))
 
     def append_lease(self, lease: Lease) -> None:
-        """Append a lease record after the last one and count it."""
-        self._file.write_at(self._lease_offset + self._num_leases * IMMUTABLE_LEASE_SIZE,
-                            pack_immutable_lease(lease))
+        """Append a lease record after the last one and count it.
+
+        A write the disk cuts short (a full disk) is undone: part of a record left at the
+        end of the file would shift where every lease is read from.
+        """
+        self._append(pack_immutable_lease(lease))
         self._num_leases += 1
         self._file.write_at(_COUNT_OFFSET, _COUNT.pack(self._num_leases))
+
+    def _append(self, records: bytes) -> None:
+        """Write ``records`` at the end of the file, or, if that fails, leave it as it was."""
+        end = self._file.size()
+        try:
+            self._file.write_at(end, records)
+        except BaseException:
+            self._file.truncate(end)
+            raise
 
     def add_or_renew_lease(self, owner_num: int, renew_secret: bytes, cancel_secret: bytes,
                            expiration: int, available_space: int | None) -> None:
@@ -234,12 +246,8 @@ class ImmutableContainer:
             raise IndexError(f"no lease {sorted(gone - set(range(len(leases))))[0]}")
         remaining = b"".join(pack_immutable_lease(lease) for i, lease in enumerate(leases)
                              if i not in gone)
-        start, end = self._lease_offset, self._file.size()
-        try:
-            self._file.write_at(end, remaining)
-        except BaseException:
-            self._file.truncate(end)  # (a partial append would shift where leases are read)
-            raise
+        start = self._lease_offset
+        self._append(remaining)
         count = len(remaining) // IMMUTABLE_LEASE_SIZE
         self._file.write_at(_COUNT_OFFSET, _COUNT.pack(count))
         self._file.write_at(start, remaining)

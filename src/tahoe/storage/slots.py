@@ -111,14 +111,26 @@ class SlotOperations:
             for shnum, request in sorted(requests.items()):
                 if request.new_length == 0:
                     continue
-                container = containers.get(shnum)
-                if container is None:
-                    created = files.enter_context(disk.create_file(
-                        self._path(paths.share_path_parts(storage_index, shnum))))
-                    container = MutableContainer.create(created, self._nodeid, write_enabler)
-                self._apply(container, request)
-                container.add_or_renew_lease(OWNER_ADD_LEASE, renew_secret, cancel_secret,
-                                             expiration, self._nodeid, None)
+
+                def write(container: MutableContainer, request: ShareWrite = request) -> None:
+                    self._apply(container, request)
+                    container.add_or_renew_lease(OWNER_ADD_LEASE, renew_secret, cancel_secret,
+                                                 expiration, self._nodeid, None)
+                if shnum in containers:
+                    write(containers[shnum])
+                    continue
+                path = self._path(paths.share_path_parts(storage_index, shnum))
+                try:
+                    write(MutableContainer.create(files.enter_context(disk.create_file(path)),
+                                                  self._nodeid, write_enabler))
+                except BaseException:
+                    # A new share the disk refused part way (full) goes again: left
+                    # without its header it would refuse every later write to this
+                    # storage index, left without its lease it would be kept for ever.
+                    disk.remove_quietly(path)
+                    share_dir = os.path.dirname(path)
+                    disk.remove_empty_dirs(share_dir, os.path.dirname(share_dir))
+                    raise
         deleted = [shnum for shnum, request in requests.items()
                    if request.new_length == 0 and shnum in held]
         for shnum in deleted:
