@@ -108,14 +108,15 @@ class CycleTally:
                 # deletes a share only by cancelling its last expired lease.
                 bits = _ORIGINAL | _CONFIGURED | (_ACTUAL if enabled else 0)
             else:
+                # (applies only where there is a policy)
                 bits = _ORIGINAL if row[_MAX] <= now else 0
-                if applies and policy is not None and policy.expired(row[_MAX], now):
+                if applies and policy.expired(row[_MAX], now):  # type: ignore[union-attr]
                     bits |= _CONFIGURED
                     if enabled:
                         bits |= _ACTUAL
                         self.delete.append((storage_index, row[_SHNUM]))
-                elif enabled and applies and policy is not None and \
-                        policy.expired(row[_MIN], now):
+                elif enabled and applies and policy.expired(  # type: ignore[union-attr]
+                        row[_MIN], now):
                     self.trim.append((storage_index, row[_SHNUM]))
             tally = self._shares.get((bits, kind_name))
             if tally is None:

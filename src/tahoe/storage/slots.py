@@ -17,6 +17,7 @@ from twisted.logger import Logger
 from . import disk, paths
 from .arguments import (ShareWrite, check_share_numbers, check_storage_index, parse_read_vector,
                         parse_secrets, parse_tw_vectors)
+from .collector import delete_share_file
 from .containers import open_container
 from .errors import ContainerError, DataTooLargeError, NoSpace, WrongShareKind
 from .leases import OWNER_ADD_LEASE, expiration_for
@@ -107,29 +108,24 @@ class SlotOperations:
             if not passed:
                 return False, read_data
             self._check_lease_space(containers, requests, renew_secret)
-            expiration = expiration_for(now)
+            lease = (OWNER_ADD_LEASE, renew_secret, cancel_secret, expiration_for(now),
+                     self._nodeid, None)
             for shnum, request in sorted(requests.items()):
                 if request.new_length == 0:
                     continue
-
-                def write(container: MutableContainer, request: ShareWrite = request) -> None:
-                    self._apply(container, request)
-                    container.add_or_renew_lease(OWNER_ADD_LEASE, renew_secret, cancel_secret,
-                                                 expiration, self._nodeid, None)
                 if shnum in containers:
-                    write(containers[shnum])
+                    self._write(containers[shnum], request, lease)
                     continue
                 path = self._path(paths.share_path_parts(storage_index, shnum))
                 try:
-                    write(MutableContainer.create(files.enter_context(disk.create_file(path)),
-                                                  self._nodeid, write_enabler))
+                    self._write(MutableContainer.create(
+                        files.enter_context(disk.create_file(path)), self._nodeid,
+                        write_enabler), request, lease)
                 except BaseException:
                     # A new share the disk refused part way (full) goes again: left
                     # without its header it would refuse every later write to this
                     # storage index, left without its lease it would be kept for ever.
-                    disk.remove_quietly(path)
-                    share_dir = os.path.dirname(path)
-                    disk.remove_empty_dirs(share_dir, os.path.dirname(share_dir))
+                    delete_share_file(path)
                     raise
         deleted = [shnum for shnum, request in requests.items()
                    if request.new_length == 0 and shnum in held]
@@ -150,6 +146,13 @@ class SlotOperations:
             available = self._available_space()
             if available is not None and available < needed:
                 raise NoSpace(f"need {needed} bytes for a new lease, {available} available")
+
+    @classmethod
+    def _write(cls, container: MutableContainer, request: ShareWrite,
+               lease: tuple[int, bytes, bytes, int, bytes, None]) -> None:
+        """Apply a share's writes, then add or renew the writer's lease."""
+        cls._apply(container, request)
+        container.add_or_renew_lease(*lease)
 
     @staticmethod
     def _apply(container: MutableContainer, request: ShareWrite) -> None:
