@@ -77,7 +77,9 @@ def connected_servers(welcome_json: dict[str, Any]) -> list[dict[str, Any]]:
 
 def wait_for_connected_servers(node_url: str, count: int, timeout: float, *,
                                processes: Iterable[ManagedProcess] = ()) -> list[dict[str, Any]]:
-    """Poll ``GET /?t=json`` until at least ``count`` servers are connected; return them.
+    """Poll ``GET /?t=json`` until at least ``count`` servers are connected and their
+    version is known; return them. (A client uses a server only once it has its version:
+    over Foolscap, Tahoe shows a server connected before the version has arrived.)
 
     :raises WaitTimeout: if that does not happen within ``timeout`` seconds
         (the message shows the last listing).
@@ -88,7 +90,7 @@ def wait_for_connected_servers(node_url: str, count: int, timeout: float, *,
     def enough() -> list[dict[str, Any]] | None:
         listing = welcome(node_url, timeout=10.0)
         last[:] = listing.get("servers", [])
-        servers = connected_servers(listing)
+        servers = [server for server in connected_servers(listing) if server.get("version")]
         return servers if len(servers) >= count else None
 
     try:
