@@ -20,6 +20,22 @@
    that fails later is dropped. The upload succeeds if the shares that were
    placed still reach the happiness target; otherwise every open writer is
    aborted.
+5. **Busy servers.** A server holding a share of this storage index in
+   ``incoming/`` (another upload of the same file, through another gateway)
+   answers neither "already have" nor "allocated" for it, as Tahoe's servers
+   do. When the shares placed fall short of happiness and some server refused
+   shares that way, the upload waits (backing off, at most
+   :data:`BUSY_WAIT_LIMIT` in all) and asks again, without pipelining data:
+   once the other upload ended its shares are "already have"; if it was
+   abandoned, its incoming shares are gone and the allocation succeeds. Only
+   when happiness truly cannot be reached does it fail, naming the busy
+   servers.
+6. **Identical uploads through one gateway** are coalesced: once an upload's
+   convergent key is known, if an upload of the same key and parameters is
+   in flight here, it waits for that one and answers with its cap (holding
+   no bytes of its own meanwhile). If that upload fails for lack of
+   happiness, so does the waiting one; if it fails otherwise, one of the
+   waiting uploads goes ahead itself.
 
 Facts: ``reference/storage-protocol.md`` §8, ``reference/immutable.md`` §7.5, §11.
 """
@@ -29,8 +45,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from attrs import define, field, frozen
+from attrs import define, evolve, field, frozen
 from twisted.internet.defer import Deferred, DeferredList
+from twisted.internet.task import deferLater
 from twisted.internet.threads import deferToThread
 from twisted.python import log
 from twisted.python.failure import Failure
@@ -56,6 +73,11 @@ MAX_WRITE = 4 * 1024 * 1024
 ALLOCATE_TIMEOUT = 30.0
 #: Chunk size of the convergent-key pass.
 HASH_CHUNK = 4 * 1024 * 1024
+#: How long, in all, an upload waits for servers busy with another upload of the same file.
+BUSY_WAIT_LIMIT = 120.0
+#: The waits between asking busy servers again: doubling from the first to the last.
+BUSY_FIRST_DELAY = 0.2
+BUSY_MAX_DELAY = 2.0
 
 #: Told how far an upload got: ``("hash", fraction)`` during the convergent-key pass
 #: (called from a worker thread for large files), ``("push", fraction)`` as segments are
@@ -131,6 +153,11 @@ class Uploader:
         self._convergence = convergence
         self._params = params
         self._clock = clock
+        #: (key, k, happy, N, segment size) -> what waits for the upload of that file here.
+        self._in_flight: dict[tuple[bytes, int, int, int, int], list[Deferred]] = {}
+        #: Times an upload waited for another one (coalesced here, or busy servers).
+        self.coalesced = 0
+        self.busy_retries = 0
 
     async def upload(self, source: Uploadable, params: EncodingParameters | None = None,
                      key: bytes | None = None,
@@ -150,13 +177,73 @@ class Uploader:
         if size <= LIT_SIZE_THRESHOLD:
             return UploadResult(LiteralCap(source.read(0, size)), None, {}, 0, {"total": 0.0})
         geometry = params.geometry(size)
+        convergent = key is None
         if key is None:
             key = await self._convergent_key(source, geometry, progress)
         progress("hash", 1.0)
         hashed = time.monotonic()
-        encoder = ImmutableEncoder(key, size, params)
-        upload = _Upload(self, encoder, source, params, self._clock, progress)
-        result = await upload.run()
+        if not convergent:
+            return await self._push(key, source, params, progress, started, hashed)
+        ident = (key, params.needed, params.happy, params.total, params.max_segment_size)
+        while ident in self._in_flight:
+            # The same file is on its way through this gateway: its cap is ours.
+            waiter: Deferred = Deferred()
+            self._in_flight[ident].append(waiter)
+            self.coalesced += 1
+            try:
+                shared: UploadResult = await waiter
+            except UploadUnhappinessError:
+                raise
+            except Exception:  # that upload went away otherwise: one of us goes ahead
+                continue
+            progress("push", 1.0)
+            return evolve(shared, timings={"hash": hashed - started,
+                                           "push": time.monotonic() - hashed,
+                                           "total": time.monotonic() - started})
+        waiting = self._in_flight[ident] = []
+        try:
+            result = await self._push(key, source, params, progress, started, hashed)
+        except BaseException as error:
+            del self._in_flight[ident]
+            for d in waiting:
+                d.errback(Failure(error))
+            raise
+        del self._in_flight[ident]
+        for d in waiting:
+            d.callback(result)
+        return result
+
+    async def _push(self, key: bytes, source: Uploadable, params: EncodingParameters,
+                    progress: UploadProgress, started: float, hashed: float) -> UploadResult:
+        """Encode and place the shares; while servers are busy with the same file (and
+        happiness is short for that alone), wait and ask them again."""
+        encoder = ImmutableEncoder(key, source.size, params)
+        deadline = self._clock.seconds() + BUSY_WAIT_LIMIT
+        delay = BUSY_FIRST_DELAY
+        known_cap: CHKReadCap | None = None
+        while True:
+            upload = _Upload(self, encoder, source, params, self._clock, progress,
+                             known_cap=known_cap)
+            try:
+                result = await upload.run()
+                break
+            except UploadUnhappinessError as error:
+                busy = upload.busy_servers()
+                if not busy:
+                    raise
+                if self._clock.seconds() + delay > deadline:
+                    raise UploadUnhappinessError(
+                        f"{error}; after {BUSY_WAIT_LIMIT:.0f} s these servers were still "
+                        f"busy with another upload of the same file: {', '.join(busy)}",
+                        error.placed_servers, error.happiness, error.happy) from None
+                log.msg(f"upload {encoder.storage_index.hex()[:8]}: servers busy with the "
+                        f"same file ({', '.join(busy)}); asking again in {delay:.1f} s")
+            self.busy_retries += 1
+            await deferLater(self._clock, delay, lambda: None)
+            delay = min(delay * 2, BUSY_MAX_DELAY)
+            # Ask again, encoding only if some server then takes a share: most will be there.
+            known_cap = upload.read_cap or known_cap
+            encoder = ImmutableEncoder(key, source.size, params)
         timings = {"hash": hashed - started, "push": time.monotonic() - hashed,
                    "total": time.monotonic() - started}
         return UploadResult(result[0], encoder.storage_index, result[1], result[2], timings)
@@ -180,8 +267,17 @@ class _Upload:
 
     def __init__(self, uploader: Uploader, encoder: ImmutableEncoder, source: Uploadable,
                  params: EncodingParameters, clock: Any,
-                 progress: UploadProgress = _no_progress) -> None:
+                 progress: UploadProgress = _no_progress,
+                 known_cap: CHKReadCap | None = None) -> None:
         self.encoder = encoder
+        #: The file's cap, when an earlier attempt encoded it all: this attempt then asks
+        #: the servers first and encodes only if one of them takes a share.
+        self.known_cap = known_cap
+        self.read_cap: CHKReadCap | None = None
+        #: Whether share data may go out before the allocation answered.
+        self.pipelined = known_cap is None
+        #: Server name -> share numbers it refused without holding them.
+        self.refused: dict[str, set[int]] = {}
         self.progress = progress
         self.source = source
         self.params = params
@@ -218,6 +314,13 @@ class _Upload:
         for sid, shares in placement.uploads.items():
             self._start_push(by_id[sid], set(shares))
         try:
+            if self.known_cap is not None:
+                await self._allocations_answered()
+                if not any(push.writers for push in self.pushes.values() if not push.failed):
+                    # Every share asked for is held already (or refused): nothing to send.
+                    self.read_cap = self.known_cap
+                    await self._finish()
+                    return self._result()
             await self._encode_and_send()
             await self._finish()
         except BaseException:
@@ -260,6 +363,7 @@ class _Upload:
             push.shares.discard(shnum)
             push.writers.pop(shnum, None)
             if shnum not in already:
+                self.refused.setdefault(push.name, set()).add(shnum)
                 self._reassign(shnum, sent + push.pending.pop(shnum, []),
                                f"{push.name} refused share {shnum}")
             else:
@@ -269,8 +373,8 @@ class _Upload:
                 if self.share_owner.get(shnum) is push:
                     del self.share_owner[shnum]
         push.unconfirmed.clear()
+        self._flush_push(push)
         if self.all_sent:
-            self._flush_push(push)
             self._close_push(push)
         push.wake()
 
@@ -332,6 +436,8 @@ class _Upload:
         pipelines or holds it)."""
         if push.failed:
             push.pending.clear()
+            return
+        if not push.allocated and not self.pipelined:
             return
         for shnum in list(push.pending):
             writer = push.writers.get(shnum)
@@ -421,13 +527,7 @@ class _Upload:
         for push in list(self.pushes.values()):
             if push.allocated:
                 self._close_push(push)
-        while True:
-            waiting = [p for p in self.pushes.values() if not p.allocated and not p.failed]
-            if not waiting:
-                break
-            await DeferredList(list(self._allocations), consumeErrors=True)
-            if self.aborted:
-                raise UploadUnhappinessError(self.aborted, *self._counts())
+        await self._allocations_answered()
         while True:
             pending = [d for d in self._closes if not d.called]
             if not pending:
@@ -441,6 +541,16 @@ class _Upload:
                 f"happiness {happy} is required"
                 + "".join(f"; {p.name[:11]}: {p.failed}" for p in self.pushes.values()
                           if p.failed), placed, happiness, happy)
+
+    async def _allocations_answered(self) -> None:
+        """Wait until every server asked (replacements too) answered or failed."""
+        while True:
+            waiting = [p for p in self.pushes.values() if not p.allocated and not p.failed]
+            if not waiting:
+                break
+            await DeferredList(list(self._allocations), consumeErrors=True)
+            if self.aborted:
+                raise UploadUnhappinessError(self.aborted, *self._counts())
 
     def _closed(self, _: Any, push: _Push, shnum: int) -> None:
         push.closed.add(shnum)
@@ -456,6 +566,19 @@ class _Upload:
                 if 0 <= shnum < self.params.total:
                     sharemap.setdefault(shnum, set()).add(push.name)
         return sharemap
+
+    def busy_servers(self) -> list[str]:
+        """The servers (nicknames, else ids) that refused shares they do not hold, the
+        answer a server gives while another upload of the same file writes them; those
+        that failed or hold every share of the file they were asked for are left out."""
+        names = []
+        for name, shnums in sorted(self.refused.items()):
+            push = self.pushes[name]
+            if push.failed and push.failed != "upload failed":
+                continue
+            if shnums - push.already:
+                names.append(push.server.nickname or name[:11])
+        return names
 
     def _can_still_be_happy(self) -> bool:
         possible: dict[int, set[str]] = {}
@@ -482,5 +605,6 @@ class _Upload:
 
     def _result(self) -> tuple[CHKReadCap, dict[int, frozenset[str]], int]:
         sharemap = self._sharemap()
+        assert self.read_cap is not None
         return (self.read_cap, {n: frozenset(s) for n, s in sorted(sharemap.items())},
                 servers_of_happiness(sharemap))
