@@ -156,8 +156,13 @@ class BucketWriter:
         """
         self._require(WriterState.OPEN, "close")
         with self._lock:
-            os.makedirs(os.path.dirname(self._final), exist_ok=True)
-            os.rename(self._incoming, self._final)
+            try:
+                os.rename(self._incoming, self._final)
+            except FileNotFoundError:  # the bucket's first share: make its directory
+                if not os.path.exists(self._incoming):
+                    raise
+                os.makedirs(os.path.dirname(self._final), exist_ok=True)
+                os.rename(self._incoming, self._final)
         self._finish(WriterState.CLOSED)
 
     def abort(self) -> None:

@@ -100,8 +100,12 @@ def create_file(path: str) -> Iterator[DiskFile]:
 
     :raises FileExistsError: if the file exists already.
     """
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | _BINARY, 0o666)
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | _BINARY
+    try:
+        fd = os.open(path, flags, 0o666)
+    except FileNotFoundError:  # the directory is made only when missing: one call less
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd = os.open(path, flags, 0o666)
     try:
         yield DiskFile(fd)
     finally:

@@ -21,6 +21,7 @@ Tahoe 1.20 leaves such shares until the 30-minute inactivity timeout.
 from __future__ import annotations
 
 import errno
+import functools
 import hmac
 import re
 from collections.abc import Callable
@@ -101,7 +102,9 @@ def http_error(error: Exception) -> HTTPError:
     return HTTPError(status, str(error) or type(error).__name__)
 
 
+@functools.lru_cache(maxsize=1024)
 def _decode_si(text: bytes) -> bytes | None:
+    """The storage index a path names (None if not base32); an upload names it twice."""
     try:
         return base32.a2b(text.decode("ascii"))
     except (BadBase32, ValueError):

@@ -7,6 +7,7 @@ to join, and as ``/``-separated text.
 """
 from __future__ import annotations
 
+import functools
 import re
 
 from ..util import base32
@@ -22,8 +23,10 @@ _SHARE_NAME = re.compile(r"\A[0-9]+\Z")
 Parts = tuple[str, ...]
 
 
+@functools.lru_cache(maxsize=1024)
 def storage_index_to_b32(storage_index: bytes) -> str:
-    """The base32 text of a storage index (26 characters for 16 bytes)."""
+    """The base32 text of a storage index (26 characters for 16 bytes; the recent ones
+    remembered: one share's allocation, write and close name its paths five times)."""
     return base32.b2a(storage_index)
 
 
