@@ -4,6 +4,8 @@ Follows ``reference/immutable.md`` §9 and ``storage-protocol.md`` §5.3.
 """
 from __future__ import annotations
 
+import functools
+
 from attrs import frozen
 
 from ..util import hashutil
@@ -70,7 +72,12 @@ class ClientLeaseSecrets:
         """
         if len(lease_seed) != LEASE_SEED_SIZE:
             raise ValueError(f"lease seed must be {LEASE_SEED_SIZE} bytes, not {len(lease_seed)}")
-        return LeaseSecrets(
-            renew=bucket_renewal_secret(file_renewal_secret(self.renewal, storage_index), lease_seed),
-            cancel=bucket_cancel_secret(file_cancel_secret(self.cancel, storage_index), lease_seed),
-        )
+        file_renewal, file_cancel = self._for_file(storage_index)
+        return LeaseSecrets(renew=bucket_renewal_secret(file_renewal, lease_seed),
+                            cancel=bucket_cancel_secret(file_cancel, lease_seed))
+
+    @functools.lru_cache(maxsize=64)  # noqa: B019 (a node keeps its secrets for good)
+    def _for_file(self, storage_index: bytes) -> tuple[bytes, bytes]:
+        """The file's two secrets: asked for once per server of an upload."""
+        return (file_renewal_secret(self.renewal, storage_index),
+                file_cancel_secret(self.cancel, storage_index))

@@ -6,6 +6,7 @@ positions, the unused ones filled with padding hashes, and 2P-1 nodes.
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 
 from ..util.hashutil import HASH_SIZE, merkle_empty_leaf_hash, merkle_internal_hash
@@ -71,6 +72,12 @@ def build_tree(leaves: Sequence[bytes]) -> list[bytes]:
 
 
 def chain_order(total: int, shnum: int) -> list[int]:
+    """See :func:`_chain_order` (remembered: every upload asks it for every share)."""
+    return list(_chain_order(total, shnum))
+
+
+@functools.lru_cache(maxsize=1024)
+def _chain_order(total: int, shnum: int) -> tuple[int, ...]:
     """The order in which Tahoe 1.20 writes share ``shnum``'s share-hash-chain entries.
 
     Tahoe iterates a CPython ``set`` of small integers; this reproduces that
@@ -99,7 +106,7 @@ def chain_order(total: int, shnum: int) -> list[int]:
             for item in old:
                 if item is not None:
                     _set_insert(table, item)
-    return [v for v in table if v is not None]
+    return tuple(v for v in table if v is not None)
 
 
 def _set_insert(table: list[int | None], value: int) -> None:

@@ -4,6 +4,7 @@ Follows ``reference/immutable.md`` §2 (see ``docs/formats/encodings.md``).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 
 from .netstring import netstring
@@ -50,6 +51,13 @@ IMMUTABLE_TAGS = {
 }
 
 
+@functools.lru_cache(maxsize=64)
+def _tag_state(tag: bytes) -> "hashlib._Hash":
+    """A SHA-256 that has hashed ``netstring(tag)``: callers hash on from a copy of it
+    (one small upload hashes a tag some sixty times)."""
+    return hashlib.sha256(netstring(tag))
+
+
 def sha256d(data: bytes) -> bytes:
     """Return SHA256(SHA256(data)), 32 bytes."""
     return hashlib.sha256(hashlib.sha256(data).digest()).digest()
@@ -61,7 +69,7 @@ class TaggedHasher:
     __slots__ = ("_inner", "_truncate")
 
     def __init__(self, tag: bytes, truncate_to: int = HASH_SIZE) -> None:
-        self._inner = hashlib.sha256(netstring(tag))
+        self._inner = _tag_state(tag).copy()
         self._truncate = truncate_to
 
     def update(self, data: bytes | memoryview) -> None:
@@ -75,7 +83,7 @@ class TaggedHasher:
 
 def tagged_hash(tag: bytes, value: bytes | memoryview, truncate_to: int = HASH_SIZE) -> bytes:
     """Return ``SHA256d(netstring(tag) || value)``, cut to ``truncate_to`` bytes."""
-    inner = hashlib.sha256(netstring(tag))
+    inner = _tag_state(tag).copy()
     inner.update(value)
     return hashlib.sha256(inner.digest()).digest()[:truncate_to]
 
@@ -83,8 +91,9 @@ def tagged_hash(tag: bytes, value: bytes | memoryview, truncate_to: int = HASH_S
 def tagged_pair_hash(tag: bytes, first: bytes, second: bytes,
                      truncate_to: int = HASH_SIZE) -> bytes:
     """Return ``SHA256d(netstring(tag) || netstring(first) || netstring(second))``."""
-    data = netstring(tag) + netstring(first) + netstring(second)
-    return sha256d(data)[:truncate_to]
+    inner = _tag_state(tag).copy()
+    inner.update(b"%d:%s,%d:%s," % (len(first), first, len(second), second))
+    return hashlib.sha256(inner.digest()).digest()[:truncate_to]
 
 
 def block_hash(block: bytes | memoryview) -> bytes:
@@ -117,6 +126,7 @@ def storage_index_from_key(key: bytes) -> bytes:
     return tagged_hash(STORAGE_INDEX_TAG, key, KEY_SIZE)
 
 
+@functools.lru_cache(maxsize=256)
 def merkle_empty_leaf_hash(leaf_position: int) -> bytes:
     """Hash of the padding leaf at ``leaf_position`` in a Merkle tree's leaf row."""
     return tagged_hash(MERKLE_EMPTY_LEAF_TAG, b"%d" % leaf_position)
