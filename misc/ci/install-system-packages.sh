@@ -10,6 +10,9 @@
 #                the SFTP frontend driven by OpenSSH's sftp and ssh-keygen, and mounted
 #                with sshfs where the machine allows FUSE mounts
 #                (tests/integration/test_sftp.py)
+#   restic, rclone
+#                backup and sync tools no one here wrote, run end to end over the SFTP
+#                frontend (tests/integration/test_sftp_real_clients.py)
 #   iptables     random packet loss on the links of the multi-host grid in network
 #                namespaces (tests/integration/test_netns_grid.py), where the kernel
 #                has no sch_netem; iproute2 (ip netns, tc) is already part of Debian
@@ -51,6 +54,8 @@ command -v munin-run >/dev/null 2>&1 || [ -x /usr/sbin/munin-run ] || missing="$
 [ -x /usr/bin/chromedriver ] || missing="$missing chromium-driver"
 command -v sftp >/dev/null 2>&1 && command -v ssh-keygen >/dev/null 2>&1 || missing="$missing openssh-client"
 command -v sshfs >/dev/null 2>&1 || missing="$missing sshfs"
+command -v restic >/dev/null 2>&1 || missing="$missing restic"
+command -v rclone >/dev/null 2>&1 || missing="$missing rclone"
 command -v iptables >/dev/null 2>&1 || [ -x /usr/sbin/iptables ] || missing="$missing iptables"
 
 if [ -z "$missing" ]; then
@@ -75,3 +80,5 @@ stop_daemon
 [ -x /usr/sbin/munin-run ] || { say "munin-run still missing after install"; exit 1; }
 [ -x /usr/bin/chromedriver ] || { say "chromedriver still missing after install"; exit 1; }
 command -v sftp >/dev/null 2>&1 || { say "sftp still missing after install"; exit 1; }
+command -v restic >/dev/null 2>&1 || { say "restic still missing after install"; exit 1; }
+command -v rclone >/dev/null 2>&1 || { say "rclone still missing after install"; exit 1; }
