@@ -14,86 +14,20 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import attrs
 import pytest
 
-from tahoe.caps.parse import parse_cap
 from tests.integration.conftest import DEFAULT_SHARES
 from tests.support.dirapi import WebAPI
-from tests.support.grid import Gateway
-from tests.support.nodes import TahoeTool, edit_tahoe_cfg, our_tahoe
-from tests.support.ports import free_port
-from tests.support.processes import ProcessSet
-from tests.support.proxied_grid import ProxiedGrid, start_static_client
-
-CLIENT_TIMEOUT = 120
-
-
-@attrs.frozen
-class SFTPNode:
-    """The node, where it listens, and the accounts' keys and roots."""
-
-    gateway: Gateway
-    port: int
-    workdir: Path
-    key: Path
-    root: str
-    readonly_root: str
+from tests.support.proxied_grid import ProxiedGrid
+from tests.support.sftp import CLIENT_TIMEOUT, SFTPNode, sftp, ssh_options, started_sftp_node
 
 
 @pytest.fixture(scope="module")
 def sftp_node(local_grid: ProxiedGrid, tmp_path_factory: pytest.TempPathFactory
               ) -> Iterator[SFTPNode]:
     """A client with the SFTP frontend on the local grid, for this module."""
-    workdir = tmp_path_factory.mktemp("sftp")
-    api = WebAPI(local_grid.client.url)
-    root = api.ok("POST", "/uri?t=mkdir").text
-    shared = api.ok("POST", "/uri?t=mkdir").text
-    api.put(shared, "notes.txt", b"read-only notes\n")
-    readonly = parse_cap(shared).readonly().to_string()  # type: ignore[union-attr]
-    key = workdir / "alice_key"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True,
-                   timeout=60)
-    basedir = workdir / "sftp-client"
-    tool = TahoeTool(our_tahoe(), workdir / "logs")
-    from tests.support.proxied_grid import create_static_client
-    create_static_client(tool, basedir, shares=DEFAULT_SHARES)
-    (basedir / "private" / "accounts").write_text(
-        "# SFTP accounts\n"
-        f"alice {key.with_suffix('.pub').read_text().strip()} {root}\n"
-        f"bob sekrit {root}\n"
-        f"carol visitor {readonly}\n")
-    port = free_port()
-    edit_tahoe_cfg(basedir, {"sftpd": {
-        "enabled": "true", "port": f"tcp:{port}:interface=127.0.0.1",
-        "host_pubkey_file": "private/ssh_host_key.pub",
-        "host_privkey_file": "private/ssh_host_key", "accounts.file": "private/accounts"}})
-    with ProcessSet() as processes:
-        gateway = start_static_client(tool, basedir, processes, local_grid.servers,
-                                      shares=DEFAULT_SHARES, create=False)
-        yield SFTPNode(gateway, port, workdir, key, root, readonly)
-
-
-def sftp(node: SFTPNode, user: str, commands: str, *, key: Path | None = None,
-         password: str | None = None) -> subprocess.CompletedProcess[str]:
-    """OpenSSH's ``sftp -b`` with ``commands``, logging in with a key or a password."""
-    batch = node.workdir / f"batch-{time.monotonic_ns()}"
-    batch.write_text(commands)
-    env = dict(os.environ)
-    options = ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
-               "-o", "LogLevel=ERROR", "-o", "NumberOfPasswordPrompts=1", "-P", str(node.port)]
-    if password is not None:
-        askpass = node.workdir / f"askpass-{time.monotonic_ns()}"
-        askpass.write_text(f"#!/bin/sh\necho '{password}'\n")
-        askpass.chmod(0o700)
-        env.update(SSH_ASKPASS=str(askpass), SSH_ASKPASS_REQUIRE="force", DISPLAY=":0")
-        # sftp -b turns BatchMode on (no password prompts) unless told otherwise first
-        options = ["-o", "BatchMode=no", *options, "-o", "PubkeyAuthentication=no"]
-    else:
-        options += ["-o", "BatchMode=yes", "-i", str(key or node.key)]
-    return subprocess.run(["sftp", *options, "-b", str(batch), f"{user}@127.0.0.1"],
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          cwd=node.workdir, env=env, timeout=CLIENT_TIMEOUT)
+    with started_sftp_node(local_grid, tmp_path_factory.mktemp("sftp"), DEFAULT_SHARES) as node:
+        yield node
 
 
 def test_put_get_ls_mkdir_rename_rm(sftp_node: SFTPNode) -> None:
@@ -131,15 +65,14 @@ def test_a_cut_off_upload_replaces_nothing(sftp_node: SFTPNode) -> None:
     its old contents (half a file is never stored)."""
     (sftp_node.workdir / "keep.bin").write_bytes(b"the old contents\n")
     assert sftp(sftp_node, "alice", "put keep.bin\n").returncode == 0
-    log = sftp_node.workdir / "logs" / "sftp-client.log"
+    log = sftp_node.log
     logouts = log.read_text().count("SFTP user 'alice' logged out")
     (sftp_node.workdir / "huge.bin").write_bytes(os.urandom(1_000_000) * 200)
     batch = sftp_node.workdir / "cut-batch"
     batch.write_text("put huge.bin keep.bin\n")
     client = subprocess.Popen(
-        ["sftp", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
-         "-o", "LogLevel=ERROR", "-o", "BatchMode=yes", "-i", str(sftp_node.key),
-         "-P", str(sftp_node.port), "-b", str(batch), "alice@127.0.0.1"],
+        ["sftp", *ssh_options(sftp_node.key), "-P", str(sftp_node.port), "-b", str(batch),
+         "alice@127.0.0.1"],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         cwd=sftp_node.workdir)
     time.sleep(0.5)
@@ -194,6 +127,30 @@ def test_outside_root_and_read_only(sftp_node: SFTPNode) -> None:
                  "remote delete /notes.txt: Permission denied",
                  'remote rename "/notes.txt" to "/n2": Permission denied'):
         assert what in readonly.stderr, readonly.stderr
+
+
+def test_session_requests_besides_sftp(sftp_node: SFTPNode) -> None:
+    """What OpenSSH asks for besides the subsystem: ``env`` (Debian's ssh_config sends LANG
+    and LC_* on every login) is refused quietly and sftp goes on; a terminal and a shell, or
+    a command, are told that only SFTP is offered (exit status 1); nothing hangs, and the
+    node logs no error for any of it."""
+    logged = sftp_node.log.stat().st_size
+    with_env = ["-o", "SetEnv=LANG=C.UTF-8 LC_ALL=C.UTF-8"]
+    listed = sftp(sftp_node, "alice", "pwd\n", options=with_env)
+    assert listed.returncode == 0 and "Remote working directory: /" in listed.stdout, listed
+    ssh = ["ssh", *ssh_options(sftp_node.key), *with_env, "-p", str(sftp_node.port)]
+    for terminal, command in (([], ["ls", "-l"]), (["-tt"], []), (["-T"], [])):
+        refused = subprocess.run([*ssh, *terminal, "alice@127.0.0.1", *command],
+                                 stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                 timeout=CLIENT_TIMEOUT)
+        assert refused.returncode == 1, (terminal, command, refused)
+        assert "only SFTP" in refused.stdout + refused.stderr, (terminal, command, refused)
+    with open(sftp_node.log, encoding="utf-8", errors="replace") as log:
+        log.seek(logged)
+        written = log.read()
+    assert "refused (only SFTP is offered)" in written
+    for error in ("Could not adapt", "Unhandled", "Traceback", "Error handling"):
+        assert error not in written, written
 
 
 def test_sshfs_mount(sftp_node: SFTPNode) -> None:

@@ -1,7 +1,9 @@
 """One logged-in SFTP user: the SFTP operations on the account's directory tree.
 
 The user object is Conch's avatar (a ``ConchUser`` whose ``sftp`` subsystem
-is Conch's ``FileTransferServer``) and the ``ISFTPServer`` that server calls.
+is :class:`.sftp_session.FileTransferServer` and whose other session requests
+:class:`.sftp_session.SFTPOnlySession` answers) and the ``ISFTPServer`` that
+server calls.
 Every operation goes to the node's own services (directories, uploads,
 downloads), not through the web gateway:
 
@@ -31,7 +33,6 @@ from typing import Any, BinaryIO
 
 from twisted.conch.avatar import ConchUser
 from twisted.conch.interfaces import ISFTPServer
-from twisted.conch.ssh import filetransfer, session
 from twisted.conch.ssh.filetransfer import (FX_FAILURE, FX_NO_SUCH_FILE, FX_OP_UNSUPPORTED,
                                             FX_PERMISSION_DENIED, FXF_APPEND, FXF_CREAT,
                                             FXF_EXCL, FXF_TRUNC, FXF_WRITE, SFTPError)
@@ -48,9 +49,10 @@ from ..client.uploadable import FileUploadable
 from ..dirnode.children import ChildNode, child_from_caps
 from ..dirnode.errors import (ExistingChildError, NoSuchChildError, NotWriteableError)
 from ..dirnode.ops import add_child, delete_child, get_child
-from ..dirnode.packing import Entry
+from ..dirnode.packing import Entry, normalize_name
 from .sftp_files import Listing, PendingReader, ReadHandle, WriteHandle, new_spool
 from .sftp_paths import BadPath, OutsideRoot, join_path, permissions, split_path
+from .sftp_session import FileTransferServer, SFTPOnlySession
 
 __all__ = ["SFTPUser"]
 
@@ -108,8 +110,8 @@ class SFTPUser(ConchUser):
         self.root = root
         self.username = username
         self.clock = clock
-        self.channelLookup[b"session"] = session.SSHSession
-        self.subsystemLookup[b"sftp"] = _FileTransferServer
+        self.channelLookup[b"session"] = SFTPOnlySession
+        self.subsystemLookup[b"sftp"] = FileTransferServer
         #: Files open for writing, by path: they exist for the client from the open
         #: (sshfs asks for a new file's attributes at once), on the grid from the close.
         self.pending: dict[tuple[str, ...], WriteHandle] = {}
@@ -369,16 +371,25 @@ class SFTPUser(ConchUser):
         await parent.change(lambda table, first: delete_child(table, name, first_time=first))
 
     def makeDirectory(self, path: bytes, attrs: dict) -> Deferred:  # noqa: N802
-        """Make a new (mutable) directory."""
+        """Make a new (mutable) directory.
+
+        The parent is not listed first: whether the name is free is decided in the
+        change, which is coalesced with the parent's other changes (restic makes 256
+        directories in one parent at once), and a directory made for a name that is
+        taken is left unlinked, as Tahoe's ``create_subdirectory`` does.
+        """
         async def mkdir() -> None:
             parent, name = await self._parent(path)
             self._require_writable(parent)
-            if name in await parent.list():
-                raise ExistingChildError(name)
             cap = await self.services.directories.create()
             child = child_from_caps(cap.to_string(), cap.readonly().to_string())
-            await parent.change(lambda table, first: (
-                add_child(table, name, child, now=parent.now(), overwrite=False), None))
+
+            def link(table: dict[str, Entry], first: bool) -> tuple[Any, None]:
+                existing = table.get(normalize_name(name))
+                if not first and existing is not None and existing.child == child:
+                    return None, None  # linked by the attempt that lost a race
+                return add_child(table, name, child, now=parent.now(), overwrite=False), None
+            await parent.change(link)
         return self._do(mkdir())
 
     def renameFile(self, oldpath: bytes, newpath: bytes) -> Deferred:  # noqa: N802
@@ -419,15 +430,3 @@ class SFTPUser(ConchUser):
         for key, pending in list(self.pending.items()):
             if pending is handle:
                 del self.pending[key]
-
-
-class _FileTransferServer(filetransfer.FileTransferServer):
-    """Conch's SFTP server, except that files still open for writing when the connection
-    is lost are abandoned rather than stored (Conch closes them as if the client had)."""
-
-    def connectionLost(self, reason: Failure) -> None:  # noqa: N802 (Twisted)
-        for handle in list(self.openFiles.values()):
-            if isinstance(handle, WriteHandle):
-                handle.abandon()
-                self.client.forget(handle)
-        super().connectionLost(reason)

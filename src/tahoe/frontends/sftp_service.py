@@ -16,7 +16,8 @@ subsystem; users log in with a password or a public key from the accounts
 file (:mod:`.accounts`) and see their root directory as ``/``
 (:mod:`.sftp_server`). Better than Tahoe: missing host key files are made
 (an Ed25519 key) instead of stopping the node, password lines work, and a
-session that asks for a shell or a command is told that only SFTP is offered.
+session that asks for a shell or a command is told that only SFTP is offered
+(:mod:`.sftp_session`).
 """
 from __future__ import annotations
 
