@@ -1,21 +1,29 @@
-"""The client's file operations, as the gateway and other frontends use them."""
+"""The client's file operations, as the gateway and other frontends use them.
+
+Each service (uploader, downloader, checker, mutable files, directories) is
+built, and its code imported, when it is first used: a storage node that is
+never used as a gateway loads none of it (``docs/performance.md``, memory).
+"""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
-from ..caps.immutable import CHKReadCap
 from ..crypto.lease_secrets import ClientLeaseSecrets
-from .checker import Checker
 from ..immutable.params import EncodingParameters
-from ..stats.registry import Statistics
-from .broker import StorageBroker
-from .dirnode import DirectoryClient
 from .history import OperationHistory
-from .downloader import Downloader, FileDownload
-from .mutable import KeyPool, MutableClient
-from .uploadable import Uploadable
-from .uploader import Uploader, UploadResult
+
+if TYPE_CHECKING:
+    from ..caps.immutable import CHKReadCap
+    from ..stats.registry import Statistics
+    from .broker import StorageBroker
+    from .checker import Checker
+    from .dirnode import DirectoryClient
+    from .downloader import Downloader, FileDownload
+    from .mutable import KeyPool, MutableClient
+    from .uploadable import Uploadable
+    from .uploader import Uploader, UploadResult
 
 
 class ClientServices:
@@ -33,15 +41,47 @@ class ClientServices:
         self.clock = clock
         self.history = OperationHistory()
         self.stats = stats
-        self.uploader = Uploader(broker, ClientLeaseSecrets.from_lease_secret(lease_secret),
-                                 convergence, params, clock)
-        self.downloader = Downloader(broker, stats)
+        self.convergence = convergence
         self.lease_secrets = ClientLeaseSecrets.from_lease_secret(lease_secret)
-        self.checker = Checker(broker, self.lease_secrets)
-        self.keypool = KeyPool()
-        self.mutable = MutableClient(broker, self.lease_secrets, params.needed, params.total,
-                                     clock, self.keypool, history=self.history, stats=stats)
-        self.directories = DirectoryClient(self.mutable, self)
+
+    @cached_property
+    def uploader(self) -> Uploader:
+        """Immutable uploads (built at the first)."""
+        from .uploader import Uploader
+        return Uploader(self.broker, self.lease_secrets, self.convergence, self.params,
+                        self.clock)
+
+    @cached_property
+    def downloader(self) -> Downloader:
+        """Immutable downloads (built at the first)."""
+        from .downloader import Downloader
+        return Downloader(self.broker, self.stats)
+
+    @cached_property
+    def checker(self) -> Checker:
+        """``t=check`` and lease renewal (built at the first)."""
+        from .checker import Checker
+        return Checker(self.broker, self.lease_secrets)
+
+    @cached_property
+    def keypool(self) -> KeyPool:
+        """RSA keys for new mutable files (see :meth:`expect_use`)."""
+        from .mutable import KeyPool
+        return KeyPool()
+
+    @cached_property
+    def mutable(self) -> MutableClient:
+        """Mutable files (built at the first use)."""
+        from .mutable import MutableClient
+        return MutableClient(self.broker, self.lease_secrets, self.params.needed,
+                             self.params.total, self.clock, self.keypool, history=self.history,
+                             stats=self.stats)
+
+    @cached_property
+    def directories(self) -> DirectoryClient:
+        """Directories (built at the first use)."""
+        from .dirnode import DirectoryClient
+        return DirectoryClient(self.mutable, self)
 
     def expect_use(self) -> None:
         """Someone uses this client (its gateway's first request): begin pre-generating RSA

@@ -8,46 +8,19 @@ from __future__ import annotations
 
 import os
 import socket
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from foolscap.api import Tub
 from twisted.internet.interfaces import IReactorTime
-from twisted.internet.threads import deferToThreadPool
-from twisted.python.threadpool import ThreadPool
-from twisted.protocols.tls import TLSMemoryBIOFactory
 from twisted.python import log
 
 from .._version import APPLICATION_VERSION
-from ..client.broker import StorageBroker
-from ..client.services import ClientServices
 from ..introducer.announcement import (VerifiedAnnouncement, permutation_seed, sign_announcement,
                                        storage_announcement)
-from ..introducer.client import IntroducerClient
 from ..introducer.errors import IntroducerError
-from ..introducer.server import IntroducerService
-from ..stats.node import NodeStatistics
-from ..storage.crawler import BucketCountingCrawler, LeaseCheckingCrawler
-from ..storage.leases import ExpiryPolicy
-from ..httpwire.server import HTTP1ServerFactory
-from ..httpwire.tls import certificate_spki_hash, server_options
-from ..storage.http_api import StorageHTTPApplication
-from ..storage.rpc import StorageServerRPC
-from ..storage.server import StorageServer
-from ..storage.share_scan import ScanProcesses
 from ..util.errors import EncodingError
 from ..util.furl import parse_furl
-from ..util.nurl import nurls_for_location
-from ..web.root import IntroducerWelcomeResource, WelcomeResource
-from ..web.statistics import StatisticsResource
-from ..web.status import StatusResource
-from ..web.storage_status import StorageStatusResource
-from ..web.named import NamedFileRoot
-from ..web.operations import OperationsResource
-from ..web.private import PrivateResource
-from ..web.unlinked import URIResource
-from ..web.server import start_web_server
 from .config import INTRODUCER
 from .fileutil import write_atomically
 from .identity import (create_api_auth_token, load_or_create_permutation_seed,
@@ -55,6 +28,23 @@ from .identity import (create_api_auth_token, load_or_create_permutation_seed,
 from .nodedir import NodeDirectory
 from .portswitch import PortSwitch
 from .tub import create_outbound_tub, create_tub, listen, register_persistent, tubid_bytes
+
+# Each role's code is imported where the role starts (a storage server, the client side,
+# an introducer), and the gateway's file and directory resources at their first request:
+# a node loads what it uses (docs/performance.md, memory).
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from twisted.python.threadpool import ThreadPool
+    from twisted.web.resource import Resource
+
+    from ..client.broker import StorageBroker
+    from ..client.services import ClientServices
+    from ..introducer.client import IntroducerClient
+    from ..introducer.server import IntroducerService
+    from ..stats.node import NodeStatistics
+    from ..storage.server import StorageServer
+    from ..storage.share_scan import ScanProcesses
 
 
 def _local_addresses() -> list[str]:
@@ -68,6 +58,9 @@ def _local_addresses() -> list[str]:
         pass
     return addresses
 
+
+#: What :meth:`Node._file_resources` builds: the gateway's children loaded on first use.
+_FILE_RESOURCES = (b"uri", b"cap", b"file", b"named", b"operations")
 
 #: Threads garbage collection reads, trims and deletes expired shares with, several at once.
 COLLECTORS = 8
@@ -166,6 +159,9 @@ class Node:
             await self._start_client()
 
     async def _start_introducer(self) -> None:
+        from ..introducer.server import IntroducerService
+        from ..web.root import IntroducerWelcomeResource
+        from ..web.server import start_web_server
         assert self.tub is not None
         self.introducer = IntroducerService()
         if self.config.web_port:
@@ -176,6 +172,10 @@ class Node:
                             self.basedir / "private" / "introducer.furl")
 
     async def _start_client(self) -> None:
+        from ..client.broker import StorageBroker
+        from ..client.services import ClientServices
+        from ..introducer.client import IntroducerClient
+        from ..stats.node import NodeStatistics
         assert self.tub is not None
         tub = self.tub
         # statistics (/statistics): created first, so every service can count into it
@@ -220,28 +220,7 @@ class Node:
         # A new API token at every start, as Tahoe (tahoe status and /private read it).
         token = create_api_auth_token(self.basedir)
         if self.config.web_port:
-            nodeid = key.public_key.server_id
-            root = WelcomeResource(
-                lambda: [c.status() for c in self.introducer_clients],
-                broker.summaries, (self.nickname, nodeid), history=self.client.history,
-                happy=self.config.client.encoding_parameters().happy, clock=self.clock)
-            uri = URIResource(self.client, self.config.client.mutable_format)
-            root.putChild(b"uri", uri)
-            root.putChild(b"cap", uri)
-            named = NamedFileRoot(uri.gateway)
-            root.putChild(b"file", named)
-            root.putChild(b"named", named)
-            root.putChild(b"statistics", StatisticsResource(self.stats.document))
-            root.putChild(b"status", StatusResource(self.client.history))
-            root.putChild(b"operations", OperationsResource(uri.gateway.operations))
-            root.putChild(b"private", PrivateResource(token))
-            crawlers = (self.crawlers[0], self.crawlers[1]) if self.crawlers else None
-            root.putChild(b"storage", StorageStatusResource(
-                (self.nickname, nodeid), self.stats.document, crawlers,
-                self.clock))
-            self.web_port = await start_web_server(self.reactor, self.config.web_port, root,
-                                                   self.basedir,
-                                                   first_write=self.client.expect_use)
+            await self._start_web(token)
         sftpd = self.config.sftpd
         if sftpd.enabled:
             # Twisted Conch is imported only by nodes that serve SFTP.
@@ -251,7 +230,54 @@ class Node:
                 self.reactor, str(self.basedir), sftpd.port, sftpd.host_pubkey_file,
                 sftpd.host_privkey_file, sftpd.accounts_file, self.client)
 
+    async def _start_web(self, token: bytes) -> None:
+        """The gateway: the pages a storage node serves now, the file and directory
+        resources (``/uri``, ``/cap``, ``/file``, ``/named``, ``/operations``) built, and
+        their code imported, at the first request for one of them."""
+        from ..web.private import PrivateResource
+        from ..web.root import WelcomeResource
+        from ..web.server import start_web_server
+        from ..web.statistics import StatisticsResource
+        from ..web.status import StatusResource
+        from ..web.storage_status import StorageStatusResource
+        assert self.client is not None and self.broker is not None and self.stats is not None
+        nodeid = self.signing_key.public_key.server_id
+        root = WelcomeResource(
+            lambda: [c.status() for c in self.introducer_clients],
+            self.broker.summaries, (self.nickname, nodeid), history=self.client.history,
+            happy=self.config.client.encoding_parameters().happy, clock=self.clock)
+        root.add_lazy_children(_FILE_RESOURCES, self._file_resources)
+        root.putChild(b"statistics", StatisticsResource(self.stats.document))
+        root.putChild(b"status", StatusResource(self.client.history))
+        root.putChild(b"private", PrivateResource(token))
+        crawlers = (self.crawlers[0], self.crawlers[1]) if self.crawlers else None
+        root.putChild(b"storage", StorageStatusResource(
+            (self.nickname, nodeid), self.stats.document, crawlers, self.clock))
+        self.web_port = await start_web_server(self.reactor, self.config.web_port, root,
+                                               self.basedir, first_write=self.client.expect_use)
+
+    def _file_resources(self) -> dict[bytes, Resource]:
+        """The gateway's file and directory resources, by name (see :meth:`_start_web`)."""
+        from ..web.named import NamedFileRoot
+        from ..web.operations import OperationsResource
+        from ..web.unlinked import URIResource
+        assert self.client is not None
+        uri = URIResource(self.client, self.config.client.mutable_format)
+        named = NamedFileRoot(uri.gateway)
+        return {b"uri": uri, b"cap": uri, b"file": named, b"named": named,
+                b"operations": OperationsResource(uri.gateway.operations)}
+
     def _start_storage(self, key: Any) -> tuple[bytes, bytes, bytes]:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from twisted.internet.threads import deferToThreadPool
+        from twisted.python.threadpool import ThreadPool
+
+        from ..storage.crawler import BucketCountingCrawler, LeaseCheckingCrawler
+        from ..storage.leases import ExpiryPolicy
+        from ..storage.rpc import StorageServerRPC
+        from ..storage.server import StorageServer
+        from ..storage.share_scan import ScanProcesses
         assert self.tub is not None
         storage = self.config.storage
         storage_dir = Path(self.nodedir.config_path(storage.storage_dir))
@@ -303,6 +329,12 @@ class Node:
 
     def _serve_https(self, swissnum: str) -> list[str]:
         """Serve the HTTPS storage API on the Tub's ports; return the NURLs to announce."""
+        from twisted.protocols.tls import TLSMemoryBIOFactory
+
+        from ..httpwire.server import HTTP1ServerFactory
+        from ..httpwire.tls import certificate_spki_hash, server_options
+        from ..storage.http_api import StorageHTTPApplication
+        from ..util.nurl import nurls_for_location
         assert self.tub is not None and self.port_switch is not None
         assert self.storage_server is not None and self.stats is not None
         application = StorageHTTPApplication(self.storage_server, swissnum.encode("ascii"),

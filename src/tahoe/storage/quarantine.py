@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 
-from ..immutable.decoder import verify_share_without_cap
 from ..immutable.errors import ImmutableFormatError
 from . import disk
 from .errors import ContainerError
@@ -49,6 +48,9 @@ def quarantine_if_corrupt(storage_root: str, storage_index: bytes, shnum: int,
             data = container.read_share_data(0, container.data_length)
     except (OSError, ContainerError):  # gone, or not an immutable share: keep as is
         return None
+    # the decoder (and zfec) only here: a server that is never told of a corrupt share
+    # does not load them
+    from ..immutable.decoder import verify_share_without_cap
     try:
         problems = verify_share_without_cap(storage_index, shnum, data)
     except ImmutableFormatError:  # no header of a known share version: not ours to judge

@@ -1,6 +1,6 @@
 """Error pages for browsers: the status, the message, and a way back.
 
-API clients keep Tahoe's plain-text bodies (:func:`tahoe.web.common.fail_request`
+API clients keep Tahoe's plain-text bodies (:func:`tahoe.web.rendering.fail_request`
 decides, by :func:`tahoe.web.headers.wants_html`); a browser gets the same
 status with a styled page: the message as the gateway gives it, a link to
 the directory above the failing path (for ``/uri/CAP/a/b`` that is

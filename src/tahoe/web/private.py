@@ -4,17 +4,24 @@ As Tahoe-LAFS 1.20 (``reference/frontends.md`` §3.10, §3.12): a request must
 carry ``Authorization: tahoe-lafs <token>``, the token being the one the node
 wrote to ``private/api_auth_token`` when it started; anything else gets 401
 with ``WWW-Authenticate: tahoe-lafs realm="tahoe-lafs"``. Tahoe serves its
-Eliot log stream (a WebSocket) under it; nothing is served here yet, so an
-authorized request gets 404.
+Eliot log stream (a WebSocket) under it; we serve one page of our own:
+
+* ``GET /private/diagnostics?t=json``: ``{"modules": [...]}``, the names of
+  the Python modules the node has loaded, sorted (``docs/performance.md``,
+  memory: a node loads what it uses). Module names only, no secret.
+
+Anything else an authorized request asks for gets 404.
 """
 from __future__ import annotations
 
 import hmac
+import json
+import sys
 
 from twisted.web import resource
 from twisted.web.server import Request
 
-__all__ = ["PrivateResource", "SCHEME"]
+__all__ = ["DiagnosticsResource", "PrivateResource", "SCHEME"]
 
 SCHEME = b"tahoe-lafs"
 
@@ -27,6 +34,21 @@ class _Unauthorized(resource.Resource):
         request.setHeader(b"WWW-Authenticate", SCHEME + b' realm="tahoe-lafs"')
         request.setHeader(b"Content-Type", b"text/plain; charset=utf-8")
         return b"Unauthorized\n"
+
+
+class DiagnosticsResource(resource.Resource):
+    """``/private/diagnostics``: what the node has loaded, as JSON (``t=json``)."""
+
+    isLeaf = True
+
+    def render_GET(self, request: Request) -> bytes:  # noqa: N802 (Twisted)
+        """The loaded modules for ``t=json``; 400 for any other ``t`` or none."""
+        if request.args.get(b"t") != [b"json"]:
+            request.setResponseCode(400)
+            request.setHeader(b"Content-Type", b"text/plain; charset=utf-8")
+            return b"Bad Format: this page has only t=json\n"
+        request.setHeader(b"Content-Type", b"application/json; charset=utf-8")
+        return json.dumps({"modules": sorted(sys.modules)}).encode("ascii") + b"\n"
 
 
 class PrivateResource(resource.Resource):
@@ -45,9 +67,11 @@ class PrivateResource(resource.Resource):
         return scheme.lower() == SCHEME and hmac.compare_digest(offered.strip(), self._token)
 
     def getChild(self, path: bytes, request: Request) -> resource.Resource:  # noqa: N802
-        """401 without the token; otherwise what is below (nothing yet: 404)."""
+        """401 without the token; otherwise what is below (404 but for ``diagnostics``)."""
         if not self.authorized(request):
             return _Unauthorized()
+        if path == b"diagnostics":
+            return DiagnosticsResource()
         return resource.NoResource()
 
     def render(self, request: Request) -> bytes:

@@ -5,7 +5,7 @@ and :func:`introducer_page` (introducers).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from twisted.web import resource
@@ -48,13 +48,31 @@ class WelcomeResource(resource.Resource):
         self._history = history
         self._happy = happy
         self._clock = clock
+        self._lazy: dict[bytes, Callable[[], Mapping[bytes, resource.Resource]]] = {}
         add_assets(self)
 
+    def add_lazy_children(self, names: Collection[bytes],
+                          build: Callable[[], Mapping[bytes, resource.Resource]]) -> None:
+        """Children built, and their code imported, at the first request for any of them.
+
+        :param build: returns the children by name, ``names`` exactly.
+        """
+        for name in names:
+            self._lazy[name] = build
+
     def getChild(self, path: bytes, request: Request) -> resource.Resource:  # noqa: N802 (Twisted)
-        """Serve the welcome page for ``/`` itself; anything else is not found here."""
+        """Serve the welcome page for ``/`` itself, a lazy child once built; anything else
+        is not found here."""
         if path == b"":
             return self
-        return NotFoundResource()
+        build = self._lazy.get(path)
+        if build is None:
+            return NotFoundResource()
+        built = build()
+        for name, child in built.items():
+            del self._lazy[name]
+            self.putChild(name, child)
+        return built[path]
 
     def render_GET(self, request: Request) -> bytes:  # noqa: N802 (Twisted)
         """JSON for ``t=json``; the HTML page otherwise; 400 for other ``t``."""

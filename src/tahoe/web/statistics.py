@@ -17,7 +17,7 @@ from twisted.web.server import Request
 
 from ..stats.openmetrics import CONTENT_TYPE as OPENMETRICS_TYPE
 from ..stats.openmetrics import render_openmetrics
-from .common import WebError, arg, render_async
+from .rendering import WebError, arg, render_async
 from .statshtml import statistics_page
 
 Document = Mapping[str, Mapping[str, Any]]

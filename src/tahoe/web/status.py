@@ -16,7 +16,7 @@ from twisted.web.server import Request
 
 from ..client.history import Operation, OperationHistory
 from ..util import base32
-from .common import arg
+from .rendering import arg
 from .humanize import human_duration, human_rate, human_size, human_time
 from .page import esc, page, size_html, table
 from .svgchart import Bar, BarGroup, bar_chart, legend

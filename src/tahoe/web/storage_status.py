@@ -11,17 +11,19 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from twisted.web import resource
 from twisted.web.server import Request
 
-from ..storage.crawler import BucketCountingCrawler, LeaseCheckingCrawler
-from .common import WebError, arg, render_async
+from .rendering import WebError, arg, render_async
 from .humanize import human_duration, human_size, human_time
 from .page import badge, esc, facts_table, page, size_html
 from .statshtml import latency_table
 from .svgchart import Segment, legend, meter
+
+if TYPE_CHECKING:  # a client without a storage server shows this page without loading them
+    from ..storage.crawler import BucketCountingCrawler, LeaseCheckingCrawler
 
 __all__ = ["StorageStatusResource", "lease_checker_json", "progress_json"]
 
