@@ -6,7 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tahoe.crypto.ed25519 import (BadKeyString, BadSignature, SigningKey, VerifyingKey,
-                                  parse_private_key, parse_public_key, parse_server_id)
+                                  is_curve_point, parse_private_key, parse_public_key,
+                                  parse_server_id)
 from tests.vectors import load
 
 NODE_KEY = load("storage-announcement.json")["node_key"]
@@ -93,6 +94,60 @@ def test_public_key_must_be_a_curve_point() -> None:
         VerifyingKey(b"\xff" * 32)
     with pytest.raises(BadKeyString):
         VerifyingKey(b"\x01" * 31)
+
+
+#: The field prime of edwards25519.
+P = 2**255 - 19
+#: Encodings at the edges of RFC 8032's point decoding: y near 0, 1 and the prime, at
+#: and above it (not canonical), each with the sign bit of x clear and set (x = 0 for
+#: y = 1 and y = -1: a set sign bit is refused).
+EDGE_ENCODINGS = [(y | sign << 255).to_bytes(32, "little") for sign in (0, 1)
+                  for y in [*range(0, 20), *range(P - 20, 2**255)]]
+
+
+def _pycryptodome_point(raw: bytes) -> bool:
+    """Whether pycryptodome's RFC 8032 decoder (C) takes ``raw`` as a public key."""
+    from Crypto.Signature import eddsa
+    try:
+        eddsa.import_public_key(raw)
+    except ValueError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("raw", EDGE_ENCODINGS, ids=lambda raw: raw.hex())
+def test_curve_points_at_the_edges_as_pycryptodome(raw: bytes) -> None:
+    """The point check refuses exactly what pycryptodome's decoder refuses (the library
+    the keys were read with before) at the edges of the encoding."""
+    assert is_curve_point(raw) == _pycryptodome_point(raw)
+
+
+@given(raw=st.binary(min_size=32, max_size=32))
+@settings(deadline=None, max_examples=500)
+def test_curve_points_as_pycryptodome(raw: bytes) -> None:
+    """About half of all 32-byte strings are points; the check agrees with pycryptodome
+    on each, and VerifyingKey takes exactly those."""
+    assert is_curve_point(raw) == _pycryptodome_point(raw)
+    try:
+        VerifyingKey(raw)
+    except BadKeyString:
+        assert not is_curve_point(raw)
+    else:
+        assert is_curve_point(raw)
+
+
+@given(seed=st.binary(min_size=32, max_size=32), message=st.binary(max_size=300))
+@settings(deadline=None, max_examples=50)
+def test_signatures_as_pycryptodome(seed: bytes, message: bytes) -> None:
+    """Keys and signatures are pycryptodome's, byte for byte, and each verifies the other's."""
+    from Crypto.PublicKey import ECC
+    from Crypto.Signature import eddsa
+    theirs = ECC.construct(curve="Ed25519", seed=seed)
+    ours = SigningKey(seed)
+    assert ours.public_key.raw == theirs.public_key().export_key(format="raw")
+    signature = ours.sign(message)
+    assert signature == eddsa.new(theirs, "rfc8032").sign(message)
+    eddsa.new(theirs.public_key(), "rfc8032").verify(message, signature)
 
 
 def test_wrong_seed_length() -> None:

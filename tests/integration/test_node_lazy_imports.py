@@ -1,6 +1,6 @@
 """A storage node loads only what it uses: serving shares loads no gateway code.
 
-Three of our nodes as processes on 127.0.0.1 (an introducer, two storage
+Four of our nodes as processes on 127.0.0.1 (an introducer, two storage
 nodes, a client; started and stopped by PID): storage node ``https`` offers
 both protocols, ``foolscap`` only Foolscap, so the client reaches one over
 HTTPS and the other over Foolscap. The client uploads, downloads, checks
@@ -10,8 +10,9 @@ pages (welcome, ``/statistics``, ``/storage``, ``/status``) are read too.
 Each node then says which modules it has loaded
 (``GET /private/diagnostics?t=json`` with its API token,
 :mod:`tahoe.web.private`): the storage nodes have none of the gateway's
-upload, download, directory, mutable-file or CLI code, nor zfec; the
-client, which used them, has them all (so the check can see them).
+upload, download, directory, mutable-file or CLI code, nor zfec or
+pycryptodome; the client, which used them, has them all (so the check can
+see them).
 """
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ GATEWAY_ONLY = (
     "tahoe.client.dirnode", "tahoe.client.deep",
     "tahoe.immutable.encoder", "tahoe.immutable.decoder", "tahoe.immutable.codec", "zfec",
     "tahoe.mutable", "tahoe.dirnode", "tahoe.crypto.rsa",
+    "Crypto",  # pycryptodome: only the RSA keys of mutable files need it
     "tahoe.web.unlinked", "tahoe.web.directory", "tahoe.web.named", "tahoe.web.filenode",
     "tahoe.web.mutablefile", "tahoe.web.dirpost", "tahoe.web.traversal", "tahoe.web.linking",
     "tahoe.web.operations", "tahoe.web.common",
@@ -103,7 +105,8 @@ def test_storage_node_serving_shares_loads_no_gateway_code(tmp_path: Path) -> No
         client_modules = loaded_modules(tmp_path / "client", client.url)
         assert named(client_modules, GATEWAY_ONLY) >= {
             "tahoe.client.uploader", "tahoe.client.downloader", "tahoe.client.mutable",
-            "tahoe.client.dirnode", "tahoe.immutable.codec", "zfec", "tahoe.web.unlinked"}
+            "tahoe.client.dirnode", "tahoe.immutable.codec", "zfec", "tahoe.web.unlinked",
+            "Crypto.PublicKey.RSA"}
         for name, server in servers.items():
             basedir = tmp_path / name
             shares = finished_shares(basedir / "storage")

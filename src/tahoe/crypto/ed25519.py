@@ -1,6 +1,10 @@
 """Ed25519 node keys: signing, verifying, and their ``v0-`` text forms.
 
-Pure RFC 8032 Ed25519 (no context, no prehash) over pycryptodome. A node key
+Pure RFC 8032 Ed25519 (no context, no prehash) over ``cryptography``
+(OpenSSL), as Tahoe-LAFS 1.20 signs and verifies; Twisted loads it anyway
+for TLS, so a node that uses no other primitive loads no second crypto
+library. A public key is checked to be a curve point here (RFC 8032
+§5.1.3), which OpenSSL leaves to the first verification. A node key
 is a 32-byte seed; its text forms are those of ``storage-protocol.md`` §7.4
 (see ``docs/formats/announcements.md``):
 
@@ -13,9 +17,9 @@ module draws no randomness.
 """
 from __future__ import annotations
 
-from Crypto.PublicKey import ECC
-from Crypto.Signature import eddsa
 from attrs import field, frozen
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from ..util import base32
 from ..util.errors import BadBase32, EncodingError
@@ -50,11 +54,34 @@ def _check_bytes(length: int, what: str):  # type: ignore[no-untyped-def]
     return check
 
 
-def _import_public(raw: bytes) -> ECC.EccKey:
-    try:
-        return eddsa.import_public_key(raw)
-    except ValueError:
-        raise BadKeyString("the bytes are not an Ed25519 public key (not a curve point)") from None
+#: edwards25519 (RFC 8032 §5.1): the field prime, the curve constant d, a square root of -1.
+_P = 2**255 - 19
+_D = -121665 * pow(121666, _P - 2, _P) % _P
+_SQRT_M1 = pow(2, (_P - 1) // 4, _P)
+
+
+def is_curve_point(raw: bytes) -> bool:
+    """Whether 32 bytes decode to a point of edwards25519 (RFC 8032 §5.1.3): ``y`` below
+    the prime, ``x`` recovered from it, and no sign bit on ``x = 0``."""
+    y = int.from_bytes(raw, "little")
+    sign, y = y >> 255, y & ((1 << 255) - 1)
+    if y >= _P:
+        return False
+    u = (y * y - 1) % _P
+    v = (_D * y * y + 1) % _P
+    x = u * pow(v, 3, _P) * pow(u * pow(v, 7, _P), (_P - 5) // 8, _P) % _P
+    vxx = v * x * x % _P
+    if vxx != u:
+        if vxx != (-u) % _P:
+            return False
+        x = x * _SQRT_M1 % _P
+    return not (x == 0 and sign)
+
+
+def _import_public(raw: bytes) -> Ed25519PublicKey:
+    if not is_curve_point(raw):
+        raise BadKeyString("the bytes are not an Ed25519 public key (not a curve point)")
+    return Ed25519PublicKey.from_public_bytes(raw)
 
 
 @frozen
@@ -65,7 +92,7 @@ class VerifyingKey:
     """
 
     raw: bytes = field(validator=_check_bytes(PUBLIC_KEY_SIZE, "an Ed25519 public key"))
-    _key: ECC.EccKey = field(init=False, eq=False, repr=False, hash=False)
+    _key: Ed25519PublicKey = field(init=False, eq=False, repr=False, hash=False)
 
     def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "_key", _import_public(self.raw))
@@ -78,8 +105,8 @@ class VerifyingKey:
         if not isinstance(signature, bytes) or len(signature) != SIGNATURE_SIZE:
             raise BadSignature(f"an Ed25519 signature is {SIGNATURE_SIZE} bytes")
         try:
-            eddsa.new(self._key, "rfc8032").verify(message, signature)
-        except ValueError:
+            self._key.verify(signature, message)
+        except InvalidSignature:
             raise BadSignature("signature does not verify") from None
 
     def is_valid_signature(self, message: bytes, signature: bytes) -> bool:
@@ -117,18 +144,17 @@ class SigningKey:
     """
 
     seed: bytes = field(validator=_check_bytes(SEED_SIZE, "an Ed25519 seed"), repr=False)
-    _key: ECC.EccKey = field(init=False, eq=False, repr=False, hash=False)
+    _key: Ed25519PrivateKey = field(init=False, eq=False, repr=False, hash=False)
     public_key: VerifyingKey = field(init=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
-        key = ECC.construct(curve="Ed25519", seed=self.seed)
+        key = Ed25519PrivateKey.from_private_bytes(self.seed)
         object.__setattr__(self, "_key", key)
-        raw = key.public_key().export_key(format="raw")
-        object.__setattr__(self, "public_key", VerifyingKey(raw))
+        object.__setattr__(self, "public_key", VerifyingKey(key.public_key().public_bytes_raw()))
 
     def sign(self, message: bytes) -> bytes:
         """Sign ``message`` (pure Ed25519); returns the 64-byte signature."""
-        return eddsa.new(self._key, "rfc8032").sign(message)
+        return self._key.sign(message)
 
     def to_string(self) -> str:
         """``priv-v0-<base32 seed>``, without a newline."""

@@ -15,15 +15,20 @@ writekey is a hash of them, so they must never be re-serialized.
 This module draws no randomness of its own: key generation and signing
 take an optional ``randfunc`` (``n -> n random bytes``); when it is left
 out, pycryptodome's own generator (the OS's) is used.
+
+pycryptodome (with cffi and pycparser) is imported at the first use of a
+key, not with this module: a gateway that never touches a mutable file does
+not load it (``docs/performance.md``, memory).
 """
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from attrs import field, frozen
-from Crypto.Hash import SHA256
-from Crypto.PublicKey import RSA
-from Crypto.Signature import pss
+
+if TYPE_CHECKING:
+    from Crypto.PublicKey import RSA
 
 KEY_BITS = 2048
 SIGNATURE_SIZE = KEY_BITS // 8
@@ -46,6 +51,7 @@ class BadSignature(RSAError):
 
 
 def _import(der: bytes, want_private: bool) -> RSA.RsaKey:
+    from Crypto.PublicKey import RSA
     what = "signing (private)" if want_private else "verifying (public)"
     if not isinstance(der, bytes):
         raise BadRSAKey(f"an RSA {what} key must be given as DER bytes")
@@ -89,6 +95,8 @@ class VerifyingKey:
 
         :raises BadSignature: if it does not verify.
         """
+        from Crypto.Hash import SHA256
+        from Crypto.Signature import pss
         if not isinstance(signature, bytes) or len(signature) != SIGNATURE_SIZE:
             raise BadSignature(f"a signature must be {SIGNATURE_SIZE} bytes")
         try:
@@ -139,6 +147,8 @@ class SigningKey:
         :returns: the 256-byte signature.
         :raises ValueError: if ``salt`` is given and is not 32 bytes.
         """
+        from Crypto.Hash import SHA256
+        from Crypto.Signature import pss
         if salt is not None:
             if len(salt) != PSS_SALT_SIZE:
                 raise ValueError(f"a PSS salt must be {PSS_SALT_SIZE} bytes")
@@ -163,6 +173,7 @@ def generate_signing_key(randfunc: RandFunc | None = None,
     :param public_exponent: e; Tahoe uses 65537 for new keys.
     :returns: the signing key, serialized once as PKCS#8 DER.
     """
+    from Crypto.PublicKey import RSA
     if randfunc is None:
         from cryptography.hazmat.primitives import serialization
         from cryptography.hazmat.primitives.asymmetric import rsa as openssl_rsa
