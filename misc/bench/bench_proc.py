@@ -5,7 +5,11 @@
   interval by writing ``5`` to ``/proc/<pid>/clear_refs``) and the largest
   ``VmRSS`` seen by a thread polling every few milliseconds (in case the
   reset is not allowed).
-* CPU: ``utime + stime`` of ``/proc/<pid>/stat`` in clock ticks.
+* CPU: ``utime + stime`` of ``/proc/<pid>/stat`` in clock ticks; for a
+  process tree (a node and whatever it started), ``utime + stime + cutime +
+  cstime`` of every live process in it, so children it reaped still count.
+* Memory at rest: ``Rss``, ``Pss`` and USS (``Private_Clean +
+  Private_Dirty``) of ``/proc/<pid>/smaps_rollup``.
 
 A node's PID is the first field of ``running.process`` in its directory
 (both Tahoe 1.20 and we write it); the PID of the ``tahoe run`` process we
@@ -16,11 +20,13 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CpuAccount", "MemoryWatch", "cpu_seconds", "node_pid", "reset_peak", "rss_mib",
-           "status_kib", "wait_for_quiet_machine", "wait_quiet"]
+__all__ = ["CpuAccount", "MemoryWatch", "ProcInfo", "cpu_seconds", "descendants",
+           "machine_busy_seconds", "memory_mib", "node_pid", "proc_table", "reset_peak",
+           "rss_mib", "status_kib", "tree_seconds", "wait_for_quiet_machine", "wait_quiet"]
 
 TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
 KIB_PER_MIB = 1024.0
@@ -152,7 +158,77 @@ def wait_quiet(pids: Sequence[int], *, threshold_pct: float = 10.0, window: floa
     return time.monotonic() - started
 
 
-def _machine_busy_seconds() -> float:
+def memory_mib(pid: int) -> dict[str, float] | None:
+    """``rss``, ``pss`` and ``uss`` (private clean + dirty) of ``pid`` in MiB, from
+    ``/proc/<pid>/smaps_rollup``; None if the process is gone or the file unreadable."""
+    kib: dict[str, int] = {}
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as rollup:
+            for line in rollup:
+                parts = line.split()
+                if len(parts) == 3 and parts[2] == "kB":
+                    kib[parts[0].rstrip(":")] = int(parts[1])
+    except (OSError, ValueError):
+        return None
+    if "Rss" not in kib:
+        return None
+    return {"rss": kib["Rss"] / KIB_PER_MIB, "pss": kib.get("Pss", 0) / KIB_PER_MIB,
+            "uss": (kib.get("Private_Clean", 0) + kib.get("Private_Dirty", 0)) / KIB_PER_MIB}
+
+
+@dataclass(frozen=True)
+class ProcInfo:
+    """One line of the process table.
+
+    :ivar ppid: the parent's PID.
+    :ivar state: the state letter of ``/proc/<pid>/stat`` (``T``: stopped, ``Z``: zombie).
+    :ivar seconds: CPU-seconds used, its reaped children's included
+        (``utime + stime + cutime + cstime``).
+    """
+
+    ppid: int
+    state: str
+    seconds: float
+
+
+def proc_table() -> dict[int, ProcInfo]:
+    """Every process of the machine, read from ``/proc/<pid>/stat`` in one pass."""
+    table: dict[int, ProcInfo] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                text = stat.read()
+        except OSError:
+            continue
+        fields = text.rsplit(")", 1)[1].split()
+        table[int(entry)] = ProcInfo(int(fields[1]), fields[0],
+                                     sum(int(f) for f in fields[11:15]) / TICKS_PER_SECOND)
+    return table
+
+
+def descendants(roots: Iterable[int], table: dict[int, ProcInfo]) -> set[int]:
+    """The roots that are alive and every process below them."""
+    children: dict[int, list[int]] = {}
+    for pid, info in table.items():
+        children.setdefault(info.ppid, []).append(pid)
+    found: set[int] = set()
+    todo = [pid for pid in roots if pid in table]
+    while todo:
+        pid = todo.pop()
+        if pid not in found:
+            found.add(pid)
+            todo.extend(children.get(pid, ()))
+    return found
+
+
+def tree_seconds(roots: Iterable[int], table: dict[int, ProcInfo]) -> float:
+    """CPU-seconds of the process trees of ``roots`` (live processes, with what they reaped)."""
+    return sum(table[pid].seconds for pid in descendants(roots, table))
+
+
+def machine_busy_seconds() -> float:
     """CPU-seconds all CPUs spent not idle since boot (user, nice, system, irq, softirq, steal)."""
     fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
     user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[:8])
@@ -161,26 +237,7 @@ def _machine_busy_seconds() -> float:
 
 def _our_seconds(root: int) -> float:
     """CPU-seconds of ``root`` and every live descendant, with their reaped children."""
-    parents: dict[int, int] = {}
-    used: dict[int, float] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        parents[int(entry)] = int(fields[1])
-        used[int(entry)] = sum(int(f) for f in fields[11:15]) / TICKS_PER_SECOND
-    total = 0.0
-    for pid, seconds in used.items():
-        ancestor = pid
-        while ancestor not in (root, 0, 1) and ancestor in parents:
-            ancestor = parents[ancestor]
-        if ancestor == root:
-            total += seconds
-    return total
+    return tree_seconds([root], proc_table())
 
 
 class CpuAccount:
@@ -194,7 +251,7 @@ class CpuAccount:
 
     def __init__(self) -> None:
         self.root = os.getpid()
-        self._start = (time.monotonic(), _machine_busy_seconds(), _our_seconds(self.root))
+        self._start = (time.monotonic(), machine_busy_seconds(), _our_seconds(self.root))
 
     def foreign_pct(self) -> float:
         """Other work's CPU since this account was made, in % of one core."""
@@ -202,7 +259,7 @@ class CpuAccount:
         elapsed = time.monotonic() - wall
         if elapsed <= 0:
             return 0.0
-        other = (_machine_busy_seconds() - busy) - (_our_seconds(self.root) - ours)
+        other = (machine_busy_seconds() - busy) - (_our_seconds(self.root) - ours)
         return max(0.0, 100.0 * other / elapsed)
 
 
