@@ -43,15 +43,25 @@ class CorruptShare(MutableFormatError):
 
 
 class NotEnoughShares(MutableFormatError):
-    """Fewer than k good shares of the chosen version remain."""
+    """Fewer than k good shares of the chosen version remain.
 
-    def __init__(self, needed: int, found: int, bad: dict[int, str] | None = None) -> None:
+    :ivar bad: share number -> reason, for shares found corrupt.
+    :ivar replaced: share numbers that now hold another version (a write since
+        the servermap update; not corrupt, and not to be reported as such).
+    """
+
+    def __init__(self, needed: int, found: int, bad: dict[int, str] | None = None,
+                 replaced: frozenset[int] = frozenset()) -> None:
         bad = bad or {}
         detail = "".join(f"; share {n}: {r}" for n, r in sorted(bad.items()))
+        if replaced:
+            detail += (f"; {len(replaced)} held another version by the time they were read "
+                       f"(a concurrent write)")
         super().__init__(f"needed {needed} good shares, found {found}{detail}")
         self.needed = needed
         self.found = found
         self.bad = bad
+        self.replaced = replaced
 
 
 class UnrecoverableFile(MutableFormatError):

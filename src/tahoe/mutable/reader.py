@@ -212,8 +212,12 @@ def _load_share(decoder: VersionDecoder, checked: CheckedHeader, data: bytes) ->
 
 
 def _decode_version(version: VersionInfo, readkey: bytes, checked: dict[int, CheckedHeader],
-                    shares: Mapping[int, bytes], corrupt: dict[int, str]) -> DecodedVersion:
-    """Decode one version from its k lowest good shares; bad ones move to ``corrupt``."""
+                    shares: Mapping[int, bytes], corrupt: dict[int, str],
+                    replaced: frozenset[int] = frozenset()) -> DecodedVersion:
+    """Decode one version from its k lowest good shares; bad ones move to ``corrupt``.
+
+    :param replaced: shares set aside as holding another version (named in the error).
+    """
     candidates = sorted(n for n, c in checked.items() if c.version == version)
     try:
         decoder = VersionDecoder(version, readkey)
@@ -221,7 +225,7 @@ def _decode_version(version: VersionInfo, readkey: bytes, checked: dict[int, Che
         for shnum in candidates:
             corrupt[shnum] = f"unusable version: {error}"
             del checked[shnum]
-        raise NotEnoughShares(version.needed, 0, corrupt) from None
+        raise NotEnoughShares(version.needed, 0, corrupt, replaced) from None
     good: dict[int, list[CheckedBlock]] = {}
     for shnum in candidates:
         if len(good) == version.needed:
@@ -232,7 +236,7 @@ def _decode_version(version: VersionInfo, readkey: bytes, checked: dict[int, Che
             corrupt[shnum] = error.reason
             del checked[shnum]
     if len(good) < version.needed:
-        raise NotEnoughShares(version.needed, len(good), corrupt)
+        raise NotEnoughShares(version.needed, len(good), corrupt, replaced)
     pieces = [decoder.decode_segment(segnum, {n: blocks[segnum] for n, blocks in good.items()})
               for segnum in range(decoder.geometry.num_segments)]
     return DecodedVersion(version, b"".join(pieces), tuple(sorted(good)), corrupt)
@@ -246,17 +250,34 @@ def decode_shares(readkey: bytes, fingerprint: bytes, shares: Mapping[int, bytes
     bad while reading it no longer count, so when too many fail the next
     best version left is tried (as a servermap that marks them bad would).
 
+    With ``version``, a share whose checkstring (seqnum, root hash, SDMF IV)
+    is another version's was replaced by a write since the servermap saw it:
+    it is set aside, not counted corrupt, when its header checks out or is
+    only cut short (read up to where the chosen version's share ended). A
+    share with the version's checkstring but a header that disagrees with the
+    version in its other fields is corrupt.
+
     :param shares: share number -> share bytes (any number, any versions).
     :param version: the version to read; the best recoverable one when None.
     :raises UnrecoverableFile: when no version has k distinct good shares.
-    :raises NotEnoughShares: when too many shares of the given ``version`` fail.
+    :raises NotEnoughShares: when too many shares of the given ``version`` fail
+        or were replaced (its ``replaced`` names those).
     """
     corrupt: dict[int, str] = {}
+    replaced: set[int] = set()
     checked: dict[int, CheckedHeader] = {}
     key: VerifyingKey | None = None
     for shnum in sorted(shares):
+        data = shares[shnum]
+        other = version is not None and not data.startswith(version.checkstring)
         try:
-            result = check_header(shnum, shares[shnum], fingerprint, key)
+            result = check_header(shnum, data, fingerprint, key)
+        except ShareTruncated as error:
+            if other:
+                replaced.add(shnum)
+            else:
+                corrupt[shnum] = str(error)
+            continue
         except CorruptShare as error:
             corrupt[shnum] = error.reason
             continue
@@ -264,9 +285,14 @@ def decode_shares(readkey: bytes, fingerprint: bytes, shares: Mapping[int, bytes
             corrupt[shnum] = str(error)
             continue
         key = result.verifying_key
-        checked[shnum] = result
+        if other:
+            replaced.add(shnum)
+        elif version is not None and result.version != version:
+            corrupt[shnum] = "header disagrees with the version its checkstring names"
+        else:
+            checked[shnum] = result
     if version is not None:
-        return _decode_version(version, readkey, checked, shares, corrupt)
+        return _decode_version(version, readkey, checked, shares, corrupt, frozenset(replaced))
     while True:
         best = best_version((c.version, shnum) for shnum, c in checked.items())
         if best is None:
