@@ -3,10 +3,11 @@
 ``slot_readv(SI, [], [(0, 4000)])`` goes to the servers given, all at once
 (one round trip); every share's header, key and signature are checked
 against the file's fingerprint with :func:`tahoe.mutable.reader.check_header`
-(a share longer than the probe is read again whole when its header needs
-it), and the versions found go into a
+(a share whose key and signature lie past the probe is read again up to
+their end), and the versions found go into a
 :class:`~tahoe.mutable.servermap.ServerMap`. A corrupt share is marked bad
-and reported to its server with ``advise_corrupt_share``.
+and reported to its server with ``advise_corrupt_share``; one rewritten by
+another writer between those two reads is left out, not reported.
 
 Used for reading and writing (:mod:`.mutable`) and for checking
 (:mod:`.checker`), which may also renew leases: ``add_lease`` goes to each
@@ -104,14 +105,25 @@ async def survey(storage_index: bytes, fingerprint: bytes,
 
 async def _check_share(storage_index: bytes, fingerprint: bytes, smap: ServerMap, probe: Probe,
                        server: StorageServerHandle, sid: str, shnum: int, data: bytes) -> None:
-    for _ in range(2):
+    asked = PROBE_SIZE
+    for _ in range(4):
         try:
             checked = check_header(shnum, data, fingerprint, probe.verifying_key)
         except ShareTruncated as short:
-            if len(data) < PROBE_SIZE:
+            if len(data) < asked:
                 break  # the share really is that short
-            more = await server.storage.slot_readv(storage_index, [shnum], [(0, short.needed)])
-            data = (more.get(shnum) or [b""])[0]
+            # Longer than read so far: read up to the end of its key and signature. A
+            # share rewritten in between may need more again (a new version's header).
+            asked = short.needed
+            try:
+                more = await server.storage.slot_readv(storage_index, [shnum], [(0, asked)])
+            except Exception as error:
+                log.msg(f"slot_readv of share {shnum} from {server.nickname!r} failed: "
+                        f"{error!r}")
+                return
+            if not more.get(shnum):
+                return  # the share went away meanwhile
+            data = more[shnum][0]
             continue
         except (CorruptShare, LayoutInvalid) as error:
             report_corrupt(server, b"mutable", storage_index, shnum, str(error))
@@ -120,6 +132,9 @@ async def _check_share(storage_index: bytes, fingerprint: bytes, smap: ServerMap
         probe.verifying_key = checked.verifying_key
         probe.data[(sid, shnum)] = data
         smap.add_share(sid, shnum, checked.version)
+        return
+    else:
+        log.msg(f"share {shnum} on {server.nickname!r} changed at every read; left out")
         return
     report_corrupt(server, b"mutable", storage_index, shnum, "share is truncated")
     smap.mark_bad(sid, shnum, data[:75])

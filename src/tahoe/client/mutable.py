@@ -9,12 +9,17 @@ The network shell around :mod:`tahoe.mutable` (``reference/mutable-dirnodes.md``
   One round trip; the probe usually holds a small file's whole share.
 * **retrieve**: the best recoverable version from the k lowest share numbers
   (whole shares, read in one more call only when the probe did not cover them).
+  When another writer replaced them in between (their checkstring is another
+  version's), or too few turn out good, the read updates the servermap and
+  tries again (:data:`READ_ATTEMPTS`), leaving out shares it found corrupt;
+  replaced shares are not reported corrupt.
 * **publish**: every share of the new version in one
   ``slot_testv_and_readv_and_writev`` per server, all at once, each tested
   against the checkstring the servermap saw in that very share. A modify is
   therefore two round trips: the servermap read and the test-and-set write.
 * A lost race (:class:`UncoordinatedWriteError`) is retried on a fresh
-  servermap by :meth:`MutableFileNode.modify`; a blind overwrite reports it.
+  servermap by :meth:`MutableFileNode.modify` (:data:`RETRY_DELAYS`), which
+  applies the change again; a blind overwrite reports it.
 
 RSA work (key generation, private-key import) runs in worker threads; a
 small pool of pre-generated keys keeps ``create`` from waiting on it.
@@ -44,10 +49,11 @@ from ..mutable.encoder import encode_version, salts_needed
 from ..mutable.errors import (MutableFormatError, NotEnoughShares, UncoordinatedWriteError,
                               UnrecoverableFile)
 from ..mutable.keys import MutableKeys, decrypt_private_key_der, readkey_from_writekey
-from ..mutable.layout import PROBE_SIZE, parse_header, private_key_range
+from ..mutable.layout import MAX_HEADER_SIZE, PROBE_SIZE, parse_header, private_key_range
 from ..mutable.reader import decode_shares
 from ..mutable.servermap import ServerMap
 from ..mutable.slot_writes import check_write_answer, plan_publish, read_vector
+from ..mutable.version import VersionInfo
 from ..stats.registry import Statistics
 from .history import OperationHistory
 from .storage_api import ServerGone
@@ -56,8 +62,19 @@ from .mapupdate import Probe, report_corrupt, survey
 
 WriteCap = SSKWriteCap | MDMFWriteCap
 ReadCap = SSKReadCap | MDMFReadCap | SSKWriteCap | MDMFWriteCap
-#: Retries of a modify that lost a test-and-set race, with Tahoe-like back-off (seconds).
-RETRY_DELAYS = (0.0, 0.3, 1.0, 2.7, 7.4)
+#: Attempts of a modify that lost a test-and-set race (or whose read lost every race it
+#: ran), as upper bounds of the random back-off before each (seconds; the wait is drawn
+#: uniformly below the bound, so two writers that both lost fall out of step). Tahoe's
+#: modifier backs off 1 s, then e times more, and gives up after 4 tries. Here the
+#: bounds stay below a read-modify-write's own duration, and there are more tries: a
+#: node writing one directory without pause (another gateway's queue of coalesced
+#: changes) starts its next publish as soon as its last one lands, so a loser that waits
+#: longer than that only hands it the next round too; with equal footing each round is a
+#: coin toss. Every attempt applies the change again to the contents it read, so more
+#: attempts lose nothing; they only keep a change from failing.
+RETRY_DELAYS = (0.0, 0.02, 0.04, 0.08, 0.16) + (0.25,) * 15
+#: Servermap updates a read makes at most when the version it chose is replaced under it.
+READ_ATTEMPTS = 8
 
 
 class KeyPool:
@@ -190,16 +207,22 @@ class MutableFileNode:
     def _report(self, server: StorageServerHandle, shnum: int, reason: str) -> None:
         report_corrupt(server, b"mutable", self.storage_index, shnum, reason)
 
-    async def _retrieve(self, smap: ServerMap, probe: Probe) -> bytes:
-        """The best recoverable version's plaintext, from whole shares."""
+    async def _retrieve(self, smap: ServerMap, probe: Probe,
+                        found_bad: dict[tuple[str, int], VersionInfo]) -> bytes:
+        """The best recoverable version's plaintext, from whole shares.
+
+        :param found_bad: (server, share number) -> the version it claimed, for every
+            share found corrupt (added to, so a retry on a fresh servermap skips them).
+        """
         with self.client.history.record("retrieve", self.storage_index, None,
                                         self.client.clock) as op:
-            plaintext = await self._retrieve_best(smap, probe)
+            plaintext = await self._retrieve_best(smap, probe, found_bad)
             op.size = len(plaintext)
         self._count("retrieved", len(plaintext))
         return plaintext
 
-    async def _retrieve_best(self, smap: ServerMap, probe: Probe) -> bytes:
+    async def _retrieve_best(self, smap: ServerMap, probe: Probe,
+                             found_bad: dict[tuple[str, int], VersionInfo]) -> bytes:
         best = smap.best_recoverable_version()
         if best is None:
             found = len({n for (_, n) in smap.shares()})
@@ -212,6 +235,7 @@ class MutableFileNode:
         holders = smap.shares_of(best)
         order = sorted(holders)
         shares: dict[int, bytes] = {}
+        sources: dict[int, str] = {}
         tried: set[int] = set()
         bad: dict[int, str] = {}
         batch = best.needed + 2
@@ -219,7 +243,7 @@ class MutableFileNode:
             # k + 2 shares first; then, while too few are good, as many more as are missing.
             chosen = [n for n in order if n not in tried][:batch]
             tried.update(chosen)
-            await self._fetch_whole(best, holders, probe, chosen, shares)
+            await self._fetch_whole(best, holders, probe, chosen, shares, sources)
             usable = {n: data for n, data in shares.items() if n not in bad}
             try:
                 if best.data_length > 256 * 1024:
@@ -229,19 +253,23 @@ class MutableFileNode:
                     decoded = decode_shares(self.readkey, self.fingerprint, usable, best)
             except NotEnoughShares as error:
                 bad.update(error.bad)
-                if tried.issuperset(order):
-                    self._report_all(holders, probe, bad)
+                # Shares replaced by a newer version mean a write got in since the
+                # servermap update: the caller updates it and reads again.
+                if error.replaced or tried.issuperset(order):
+                    self._report_all(sources, probe, bad, best, found_bad)
                     raise
                 batch = max(best.needed - error.found, 1)
                 continue
-            self._report_all(holders, probe, {**bad, **decoded.corrupt})
+            self._report_all(sources, probe, {**bad, **decoded.corrupt}, best, found_bad)
             return decoded.plaintext
 
-    async def _fetch_whole(self, version: Any, holders: dict[int, Any], probe: Probe,
-                           shnums: list[int], shares: dict[int, bytes]) -> None:
+    async def _fetch_whole(self, version: VersionInfo, holders: dict[int, Any], probe: Probe,
+                           shnums: list[int], shares: dict[int, bytes],
+                           sources: dict[int, str]) -> None:
         """Put the whole share of each of ``shnums`` into ``shares`` (from the probe's bytes
-        when they hold all of it, else with one ``slot_readv`` each, all at once); a share
-        whose server fails to answer is left out."""
+        when they hold all of it, else with one ``slot_readv`` each, all at once), and the
+        server it came from into ``sources``; a share whose server fails to answer is left
+        out."""
         reads = []
         eof = version.offsets[-1]
         for shnum in shnums:
@@ -249,6 +277,7 @@ class MutableFileNode:
             data = probe.data.get((sid, shnum), b"")
             if len(data) >= eof or len(data) < PROBE_SIZE:
                 shares[shnum] = data
+                sources[shnum] = sid
             else:
                 reads.append((shnum, sid))
         if reads:
@@ -259,19 +288,53 @@ class MutableFileNode:
             for (shnum, sid), (ok, result) in zip(reads, answers):
                 if ok and result.get(shnum):
                     shares[shnum] = result[shnum][0]
+                    sources[shnum] = sid
 
-    def _report_all(self, holders: dict[int, Any], probe: Probe, corrupt: dict[int, str]) -> None:
+    def _report_all(self, sources: dict[int, str], probe: Probe, corrupt: dict[int, str],
+                    version: VersionInfo, found_bad: dict[tuple[str, int], VersionInfo]
+                    ) -> None:
+        """Report each corrupt share to the one server it was read from, and note it."""
         for shnum, reason in corrupt.items():
-            for sid in holders.get(shnum, ()):
+            sid = sources.get(shnum)
+            if sid is not None and (sid, shnum) not in found_bad:
+                found_bad[(sid, shnum)] = version
                 self._report(probe.servers[sid], shnum, reason)
+
+    async def _read(self, want_private_key: bool) -> tuple[bytes, ServerMap, Probe]:
+        """The best recoverable version's plaintext, and the servermap it was chosen from.
+
+        A retrieve that finds too few good shares of the version it chose (their
+        servers replaced them with a newer version meanwhile, or lost them) updates
+        the servermap and tries again, up to :data:`READ_ATTEMPTS` servermap updates,
+        leaving out the shares it found corrupt. So a read does not fail while a
+        version is recoverable, however often the file is written meanwhile.
+
+        :raises UnrecoverableFile: when no version can be rebuilt.
+        """
+        found_bad: dict[tuple[str, int], VersionInfo] = {}
+        attempt = 0
+        while True:
+            attempt += 1
+            smap, probe = await self._servermap(want_private_key)
+            seen = smap.shares()
+            for (sid, shnum), version in found_bad.items():
+                if seen.get((sid, shnum)) == version:  # still that corrupt share
+                    smap.mark_bad(sid, shnum, version.signed_prefix)
+            try:
+                return await self._retrieve(smap, probe, found_bad), smap, probe
+            except NotEnoughShares as error:
+                if attempt >= READ_ATTEMPTS:
+                    raise
+                log.msg(f"read of {self.storage_index.hex()[:8]} (attempt {attempt} of "
+                        f"{READ_ATTEMPTS}): {error}; updating the servermap and reading again")
 
     async def read(self) -> bytes:
         """The current contents (the best recoverable version).
 
         :raises UnrecoverableFile: when no version can be rebuilt.
         """
-        smap, probe = await self._servermap(want_private_key=False)
-        return await self._retrieve(smap, probe)
+        plaintext, _, _ = await self._read(want_private_key=False)
+        return plaintext
 
     async def size(self) -> int:
         """The size in bytes of the current contents: one servermap update, no download.
@@ -293,16 +356,16 @@ class MutableFileNode:
         if cached is not None:
             return MutableKeys.from_signing_key(cached)
         writekey = self.cap.writekey  # type: ignore[union-attr]
+        seen = smap.shares()
         for (sid, shnum), data in sorted(probe.data.items()):
-            version = smap.shares().get((sid, shnum))
-            if version is None:
+            if (sid, shnum) not in seen:
                 continue
-            start, length = private_key_range(parse_header(data))
-            blob = data[start:start + length]
-            if len(blob) < length:
-                more = await probe.servers[sid].storage.slot_readv(
-                    self.storage_index, [shnum], [(start, length)])
-                blob = (more.get(shnum) or [b""])[0]
+            try:
+                blob = await self._encrypted_key(probe.servers[sid], shnum, data)
+            except Exception as error:  # the server failed to answer: try another share
+                log.msg(f"reading the private key from {probe.servers[sid].nickname!r} "
+                        f"failed: {error!r}")
+                continue
             try:
                 der = decrypt_private_key_der(writekey, blob)
                 key = await deferToThread(SigningKey.from_der, der)
@@ -312,6 +375,30 @@ class MutableFileNode:
             self.client._signing_keys[self.storage_index] = key
             return MutableKeys.from_signing_key(key)
         raise UnrecoverableFile("no share holds a usable copy of the private key")
+
+    async def _encrypted_key(self, server: StorageServerHandle, shnum: int, data: bytes) -> bytes:
+        """A share's encrypted private key: from ``data`` (its first bytes, as the servermap
+        update read them) when they hold it, else read from the server.
+
+        Every version holds the same encrypted key, but a write since ``data`` was read
+        may have moved it. So the share's header is read again after the key, in the same
+        call: the key read is the share's own only if that header puts it where it was
+        read; if not, the key is read again where the new header says, a few times.
+        """
+        span = private_key_range(parse_header(data))
+        blob = data[span[0]:span[0] + span[1]]
+        if len(blob) == span[1]:
+            return blob
+        for _ in range(4):
+            more = await server.storage.slot_readv(self.storage_index, [shnum],
+                                                   [span, (0, MAX_HEADER_SIZE)])
+            blob, header = (more.get(shnum) or [b"", b""])
+            now = private_key_range(parse_header(header))
+            if now == span:
+                return blob
+            span = now
+        raise UncoordinatedWriteError(f"share {shnum} on {server.nickname!r} changed at every "
+                                      f"read of its private key")
 
     async def publish(self, data: bytes, smap: ServerMap, keys: MutableKeys) -> None:
         """Write a new version over what ``smap`` saw (all servers at once, test-and-set).
@@ -391,30 +478,48 @@ class MutableFileNode:
         """Read, apply ``modifier(old, first_time)``, and publish; retry lost races.
 
         ``modifier`` returns the new contents, or None (or the old contents) for
-        no change, which publishes nothing on the first attempt.
+        no change, which publishes nothing on the first attempt. A publish that
+        loses a test-and-set race, or a read that loses every race it runs, is
+        tried again after a back-off (:data:`RETRY_DELAYS`), on a fresh read and
+        with ``first_time`` False. A lost publish may still have won: its test-and-set
+        failed on some servers only, and its contents are now the best version. A
+        retry that reads exactly those contents returns them, without applying the
+        change a second time.
 
         :returns: the contents now in place.
         """
         await self.lock.acquire()
         try:
             last: Exception | None = None
+            attempted: bytes | None = None  # what the last lost publish wrote
             for attempt, delay in enumerate(RETRY_DELAYS):
                 if delay:
-                    await deferLater(self.client.clock, delay * (0.5 + random.random()),
-                                     lambda: None)
-                smap, probe = await self._servermap(want_private_key=True)
-                old = await self._retrieve(smap, probe)
-                result = modifier(old, attempt == 0)
-                new = await result if isinstance(result, (Deferred, Awaitable)) else result  # type: ignore[misc]
-                if new is None or (new == old and attempt == 0):
+                    await deferLater(self.client.clock, delay * random.random(), lambda: None)
+                try:
+                    old, smap, probe = await self._read(want_private_key=True)
+                except NotEnoughShares as error:  # the read lost every race it ran
+                    last = error
+                    log.msg(f"modify of {self.storage_index.hex()[:8]}: read failed (attempt "
+                            f"{attempt + 1} of {len(RETRY_DELAYS)}): {error}; retrying")
+                    continue
+                if attempted is not None and old == attempted:
                     return old
+                first_time = attempted is None
+                result = modifier(old, first_time)
+                new = await result if isinstance(result, (Deferred, Awaitable)) else result  # type: ignore[misc]
+                if new is None or (new == old and first_time):
+                    return old
+                # Published over the servermap the contents were read from: a write
+                # since then fails its test-and-set, and the change is applied again.
                 keys = await self._keys(smap, probe)
                 try:
                     await self.publish(new, smap, keys)
                     return new
                 except UncoordinatedWriteError as error:
                     last = error
-                    log.msg(f"modify of {self.storage_index.hex()[:8]} lost a race; retrying")
+                    attempted = new
+                    log.msg(f"modify of {self.storage_index.hex()[:8]} lost a race (attempt "
+                            f"{attempt + 1} of {len(RETRY_DELAYS)}); retrying")
             assert last is not None
             raise last
         finally:
