@@ -7,16 +7,25 @@ only), and with ``--compare`` also one of Tahoe-LAFS 1.20's (installed by
 ``misc/interop/install-tahoe-1.20.sh``), runs every workload of
 ``docs/performance.md`` against each, measures the controls (raw TCP, the
 core's encode speed, the Foolscap and HTTPS floors, servers that discard
-data) in the same run, and writes:
+data) in the same run.
+
+With ``--compare`` our grid and Tahoe's are up at once and measured in turns
+(blocks of operations alternating, the grid not measured frozen with
+SIGSTOP: ``bench_schedule.py``); a ratio against Tahoe is printed only when
+the other work on the machine stayed at or under 5 % of a core during both
+sides of its section, and otherwise the table says why not.  For every
+process of the grid (and the CLI processes) it adds up CPU per operation,
+and reads memory per role (RSS and USS) at rest.  It writes:
 
 * a table on stdout (medians with [min–max], ratios to Tahoe and to the controls,
-  the targets met or not);
+  the targets met or not), then the other work per section measured in turns,
+  CPU per operation and memory per role;
 * ``--json`` (every raw timing, the plan, the machine, the derived figures);
 * ``--plot`` (PNG: upload time against size, log axes, with the fitted lines);
 * ``--markdown`` (the same tables for ``docs/performance.md``).
 
 Not a test: nothing here asserts a speed.  ``--smoke`` runs a tiny plan (3
-servers, 1 kB and 10 kB, one repetition) to check the harness;
+servers, 1 kB, 10 kB and 1 MB, one repetition, blocks of one) to check the harness;
 ``--sections directories,put`` runs only some parts.  Usage::
 
     python misc/bench/bench.py [--compare] [--smoke] [--sections A,B] [--json F] [--plot F]
@@ -29,6 +38,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -47,9 +57,9 @@ from bench_derive import derive  # noqa: E402
 from bench_http import TestFiles  # noqa: E402
 from bench_plan import SECTIONS, Plan, full_plan, parse_sections, smoke_plan  # noqa: E402
 from bench_proc import wait_for_quiet_machine  # noqa: E402
-from bench_report import (HEADER, main_rows, render, segment_rows, target_rows,  # noqa: E402
-                          write_json)
-from bench_system import Sections, System, log, run_system  # noqa: E402
+from bench_report import (HEADER, Rows, comparison_rows, cpu_rows,  # noqa: E402
+                          main_rows, memory_rows, render, segment_rows, target_rows, write_json)
+from bench_system import Sections, System, log, run_systems  # noqa: E402
 from tests.support.nodes import our_tahoe  # noqa: E402
 
 __all__ = ["main"]
@@ -98,31 +108,52 @@ def run(plan: Plan, names: list[str], workdir: Path,
     systems = []
     if "ours" in names:
         systems.append(System("ours", our_tahoe(), foolscap_only=False))
-    if "ours-foolscap" in names:
-        systems.append(System("ours-foolscap", our_tahoe(), foolscap_only=True,
-                              sections=FOOLSCAP_SECTIONS))
     if "tahoe" in names:
         from tests.support.tahoe120 import ensure_tahoe120
         systems.append(System("tahoe", ensure_tahoe120(), foolscap_only=False,
                               extra_foolscap_client=True))
-    for system in systems:
+    if "ours-foolscap" in names:
+        systems.append(System("ours-foolscap", our_tahoe(), foolscap_only=True,
+                              sections=FOOLSCAP_SECTIONS))
+    # Ours and Tahoe's are measured in turns, both grids up, every ratio between them from
+    # the same stretches of the run; the Foolscap-only variant of ours on its own, after.
+    paired = [s for s in systems if s.name in ("ours", "tahoe")]
+    groups = [paired] if len(paired) == 2 else [[s] for s in paired]
+    groups += [[s] for s in systems if s not in paired]
+    for group in groups:
+        label = " and ".join(s.name for s in group)
         waited, foreign = wait_for_quiet_machine(plan.quiet_wait)
-        log(f"[{system.name}] waited {waited:.0f} s for a quieter machine (other work:"
+        log(f"[{label}] waited {waited:.0f} s for a quieter machine (other work:"
             f" {foreign:.0f}% of a core)")
         started = time.monotonic()
-        report["systems"][system.name] = run_system(system, plan, workdir / system.name, files,
-                                                   sections)
-        report["systems"][system.name]["total_s"] = time.monotonic() - started
-        report["systems"][system.name]["quiet_wait"] = {"seconds": waited,
-                                                        "foreign_cpu_pct": foreign}
+        measured = run_systems(group, plan, workdir, files, sections)
+        for name, results in measured.items():
+            results["total_s"] = time.monotonic() - started
+            results["quiet_wait"] = {"seconds": waited, "foreign_cpu_pct": foreign}
+            report["systems"][name] = results
     report["machine"]["loadavg_end"] = os.getloadavg()
     return report
 
 
 def tables(derived: dict[str, Any], markdown: bool = False) -> str:
-    """The main, segment-size and targets tables, one after the other."""
+    """The main table (with why any ratio against Tahoe was refused), the other work per
+    section compared, CPU per operation, memory per role, segment sizes and the targets."""
+    rows = Rows(derived)
+    parts = [render(HEADER, main_rows(derived, rows), markdown)]
+    if rows.refused:
+        parts.append("Ratios against Tahoe refused:\n" + "\n".join(
+            f"{'- ' if markdown else '  '}{label}: {why}" for label, why in rows.refused.items()))
+    compared = comparison_rows(derived)
+    if compared:
+        parts.append(render(["measured in turns with Tahoe", "other work during ours (% of a"
+                             " core)", "during Tahoe's", "verdict"], compared, markdown))
+    cpu_header, cpu = cpu_rows(derived)
+    if cpu:
+        parts.append(render(cpu_header, cpu, markdown))
+    memory_header, memory = memory_rows(derived)
+    if memory:
+        parts.append(render(memory_header, memory, markdown))
     seg_header, seg_rows = segment_rows(derived)
-    parts = [render(HEADER, main_rows(derived), markdown)]
     if seg_rows:
         parts.append(render(seg_header, seg_rows, markdown))
     targets = [row for row in target_rows(derived) if row[2] != "not measured"]
@@ -158,8 +189,16 @@ def measure(args: argparse.Namespace, plan: Plan) -> dict[str, Any]:
     return report
 
 
+def _exit_on_signal(signum: int, frame: object) -> None:
+    """SIGTERM or SIGHUP: leave by SystemExit, so that every ``finally`` (thawing a frozen
+    grid, stopping the nodes) runs, as Ctrl-C's KeyboardInterrupt does."""
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; 0 if every section ran, 1 if one failed (the rest is reported)."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _exit_on_signal)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--compare", action="store_true",
                         help="also run Tahoe-LAFS 1.20 (installed under ~/.cache if needed)")

@@ -13,9 +13,10 @@ create-alias bench`` puts the alias):
   every run), uploaded into a new directory of the alias, and ``tahoe cp -r
   bench:cp-<files>-<i>/tree DEST`` down again, checked byte for byte.
 
-Repetitions of one tree stop early once the tree's runs have taken
-``budget`` seconds (the first run always happens), so Tahoe 1.20, which
-uploads one file at a time, stays within a few minutes.
+The functions here run one block of a section (``bench_system`` calls them
+in turns for each implementation); with a :class:`bench_cpu.CpuMeter` each
+command's CPU is added up per operation (``put_alias_1k``, ``mkdir``,
+``mkdir_alias``, ``cp_up_<files>`` and ``cp_down_<files>`` per file).
 """
 from __future__ import annotations
 
@@ -23,21 +24,24 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any
 
+from bench_cpu import CpuMeter
 from bench_grid import BenchNode
 from tests.support.trees import same_trees
 
-__all__ = ["DirTree", "directories", "make_tree"]
+__all__ = ["ALIAS", "Cli", "DirTree", "create_alias", "make_tree", "mkdirs", "puts",
+           "tree_run"]
 
 ALIAS = "bench"
 #: Seconds one CLI command may take (Tahoe's cp -r of 1000 files takes about 2 minutes).
 CLI_TIMEOUT = 1200.0
 TREE_NAME = "tree"
 
-DirTree = tuple[int, int, int]  # directories, files per directory, most repetitions
+#: directories, files per directory, most repetitions, fewest repetitions (a tree's
+#: repetitions stop once its runs took the plan's budget, but not before the fewest).
+DirTree = tuple[int, ...]
 
 
 def _clean_env() -> dict[str, str]:
@@ -75,76 +79,67 @@ def make_tree(root: Path, dirs: int, per_dir: int, size: int = 1000) -> int:
     return dirs * per_dir
 
 
-def _puts(cli: Cli, workdir: Path, count: int, size: int = 1000) -> list[float]:
+def _metered(meter: CpuMeter | None, op: str, count: int) -> AbstractContextManager[None]:
+    return nullcontext() if meter is None else meter.measure(op, count)
+
+
+def create_alias(cli: Cli) -> float:
+    """``tahoe create-alias bench``; seconds."""
+    return cli.timed("create-alias", ALIAS)[1]
+
+
+def puts(cli: Cli, workdir: Path, start: int, count: int, meter: CpuMeter | None = None,
+         size: int = 1000) -> list[float]:
+    """``tahoe put FILE bench:put-<i>`` for i in ``start``..., new content each; seconds."""
+    workdir.mkdir(parents=True, exist_ok=True)
     seconds = []
     path = workdir / "put.bin"
-    for i in range(count):
+    for i in range(start, start + count):
         path.write_bytes(os.urandom(size))
-        _, elapsed = cli.timed("put", path, f"{ALIAS}:put-{i:03d}")
+        with _metered(meter, "put_alias_1k", 1):
+            _, elapsed = cli.timed("put", path, f"{ALIAS}:put-{i:03d}")
         seconds.append(elapsed)
     return seconds
 
 
-def _mkdirs(cli: Cli, count: int, linked: bool) -> list[float]:
+def mkdirs(cli: Cli, start: int, count: int, linked: bool,
+           meter: CpuMeter | None = None) -> list[float]:
+    """``tahoe mkdir bench:mkdir-<i>`` (``linked``) or ``tahoe mkdir`` (unlinked); seconds."""
     seconds = []
-    for i in range(count):
+    for i in range(start, start + count):
         if linked:
-            _, elapsed = cli.timed("mkdir", f"{ALIAS}:mkdir-{i:03d}")
+            with _metered(meter, "mkdir_alias", 1):
+                _, elapsed = cli.timed("mkdir", f"{ALIAS}:mkdir-{i:03d}")
         else:
-            out, elapsed = cli.timed("mkdir")
+            with _metered(meter, "mkdir", 1):
+                out, elapsed = cli.timed("mkdir")
             if not out.startswith(b"URI:DIR2"):
                 raise RuntimeError(f"tahoe mkdir printed {out[:200]!r}, not a directory cap")
         seconds.append(elapsed)
     return seconds
 
 
-def _tree_runs(cli: Cli, workdir: Path, tree: DirTree, budget: float,
-               download: bool) -> dict[str, Any]:
-    dirs, per_dir, repetitions = tree
+def tree_run(cli: Cli, workdir: Path, tree: DirTree, rep: int, download: bool,
+             meter: CpuMeter | None = None) -> tuple[float, float | None]:
+    """One ``tahoe cp -r`` of a new tree up into ``bench:cp-<files>-<rep>`` (and down again,
+    compared, if ``download``); (seconds up, seconds down or None)."""
+    dirs, per_dir = tree[0], tree[1]
     files = dirs * per_dir
-    out: dict[str, Any] = {"dirs": dirs, "files_per_dir": per_dir, "files": files,
-                           "up_s": [], "down_s": []}
-    spent = 0.0
-    for rep in range(repetitions):
-        if rep and spent >= budget:
-            break
-        local = workdir / f"cp-{files}-{rep}"
-        source = local / TREE_NAME
-        make_tree(source, dirs, per_dir)
-        target = f"{ALIAS}:cp-{files}-{rep}"
-        _, up = cli.timed("cp", "-r", source, target)
-        out["up_s"].append(up)
-        spent += up
+    local = workdir / f"cp-{files}-{rep}"
+    source = local / TREE_NAME
+    make_tree(source, dirs, per_dir)
+    target = f"{ALIAS}:cp-{files}-{rep}"
+    try:
+        with _metered(meter, f"cp_up_{files}", files):
+            _, up = cli.timed("cp", "-r", source, target)
+        down = None
         if download:
             dest = local / "down"
             dest.mkdir()
-            _, down = cli.timed("cp", "-r", f"{target}/{TREE_NAME}", dest)
+            with _metered(meter, f"cp_down_{files}", files):
+                _, down = cli.timed("cp", "-r", f"{target}/{TREE_NAME}", dest)
             if not same_trees(source, dest / TREE_NAME):
                 raise RuntimeError(f"cp -r down of {target} differs from what went up")
-            out["down_s"].append(down)
-            spent += down
+        return up, down
+    finally:
         shutil.rmtree(local, ignore_errors=True)
-    return out
-
-
-def directories(tahoe: Path, client: BenchNode, workdir: Path, *, put_count: int,
-                mkdir_count: int, trees: Sequence[DirTree], budget: float,
-                download: bool = True) -> dict[str, Any]:
-    """The whole section; raw seconds per command (JSON-ready).
-
-    :returns: ``{"create_alias_s", "put_s": [...], "mkdir_unlinked_s": [...],
-        "mkdir_alias_s": [...], "cp": {str(files): {"dirs", "files_per_dir",
-        "files", "up_s": [...], "down_s": [...]}}}``.
-    """
-    workdir.mkdir(parents=True, exist_ok=True)
-    cli = Cli(tahoe, client)
-    out: dict[str, Any] = {"alias": ALIAS}
-    _, out["create_alias_s"] = cli.timed("create-alias", ALIAS)
-    out["put_s"] = _puts(cli, workdir, put_count)
-    out["mkdir_unlinked_s"] = _mkdirs(cli, mkdir_count, linked=False)
-    out["mkdir_alias_s"] = _mkdirs(cli, mkdir_count, linked=True)
-    out["cp"] = {}
-    for tree in trees:
-        out["cp"][str(tree[0] * tree[1])] = _tree_runs(cli, workdir, tree, budget, download)
-    shutil.rmtree(workdir, ignore_errors=True)
-    return out

@@ -157,6 +157,20 @@ class BenchGrid:
             pids.insert(0, node_pid(self.introducer.basedir, self.introducer.process.pid))
         return pids
 
+    def process_roots(self) -> dict[str, list[int]]:
+        """Every running node of the grid by name (``introducer``, ``storage3``, ``client``...):
+        its ``tahoe run`` process and the PID in its ``running.process``, the roots of its
+        process tree (for CPU accounting and freezing)."""
+        roots: dict[str, list[int]] = {}
+        if self.introducer is not None and self.introducer.process.is_running():
+            process = self.introducer.process
+            roots["introducer"] = sorted({process.pid,
+                                          node_pid(self.introducer.basedir, process.pid)})
+        for node in self.servers + self.clients:
+            if node.running.process.is_running():
+                roots[node.basedir.name] = sorted({node.running.process.pid, node.pid})
+        return roots
+
     def settle(self, timeout: float = 20.0) -> float:
         """Wait (with a deadline) until every node of the grid is nearly idle; seconds waited."""
         clients = [c.pid for c in self.clients if c.running.process.is_running()]

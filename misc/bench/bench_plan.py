@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-__all__ = ["SECTIONS", "Plan", "full_plan", "parse_sections", "smoke_plan"]
+__all__ = ["SECTIONS", "Plan", "full_plan", "parse_sections", "size_label", "smoke_plan"]
 
 KB = 1000
 MB = 1000 * KB
@@ -34,6 +34,14 @@ SECTIONS: dict[str, str] = {
     "rtt": "round trips through delay proxies",
     "discard": "the grid whose servers discard share data",
 }
+
+
+def size_label(size: int) -> str:
+    """``1 kB``, ``100 MB``, ``512 B`` (powers of 1,000)."""
+    for unit, scale in (("MB", MB), ("kB", KB)):
+        if size >= scale:
+            return f"{size / scale:g} {unit}"
+    return f"{size} B"
 
 
 def parse_sections(text: str | None) -> tuple[str, ...]:
@@ -68,10 +76,11 @@ class Plan:
     #: and ``tahoe mkdir`` (unlinked, and ``alias:name``), whole processes, this many each.
     dir_put_count: int = 20
     dir_mkdir_count: int = 10
-    #: ``tahoe cp -r`` of local trees up and down: (directories, 1 kB files per
-    #: directory, most repetitions); repetitions of a tree stop once its runs took
-    #: ``dir_budget_s`` seconds (the first always runs).
-    dir_trees: tuple[tuple[int, int, int], ...] = ((3, 100, 3), (10, 100, 3))
+    #: ``tahoe cp -r`` of local trees (new files every time) up and down: (directories,
+    #: 1 kB files per directory, most repetitions, fewest repetitions); repetitions of a
+    #: tree stop once the runs of one system took ``dir_budget_s`` seconds, but not
+    #: before the fewest (with ``--compare`` both systems run the same number, in turns).
+    dir_trees: tuple[tuple[int, ...], ...] = ((3, 100, 3, 3), (10, 100, 3, 1))
     dir_budget_s: float = 45.0
     #: whether each tree is also copied down again (grid -> local) and compared.
     dir_download: bool = True
@@ -106,6 +115,14 @@ class Plan:
     settle_timeout: float = 20.0
     #: the most seconds to wait, before each system, for other work on the machine to calm down.
     quiet_wait: float = 120.0
+    #: operations per block when two grids take turns (``--compare``: ours, then Tahoe's,
+    #: the other frozen); sizes of 10 MB and more, and ``cp -r`` trees, go one per block.
+    block_ops: int = 5
+    #: the most seconds to let a grid just thawed catch up (its timers) before its block.
+    thaw_settle_s: float = 1.0
+    #: the most seconds to wait for a grid to be quiet before its memory at rest is read
+    #: after the workloads (Tahoe's never is: ten servers asking each other's versions).
+    rest_settle_s: float = 5.0
 
     @property
     def shares_text(self) -> str:
@@ -127,13 +144,14 @@ def smoke_plan() -> Plan:
     return Plan(
         storage_nodes=3, needed=2, happy=3, total=3,
         small_count=2, small_warmup=1, cli_count=1,
-        dir_put_count=1, dir_mkdir_count=1, dir_trees=((2, 3, 1),), dir_budget_s=0.0,
-        sizes={KB: 1, 10 * KB: 1}, download_size=10 * KB, ranged_count=1,
+        dir_put_count=1, dir_mkdir_count=1, dir_trees=((2, 3, 1, 1),), dir_budget_s=0.0,
+        sizes={KB: 1, 10 * KB: 1, MB: 1}, download_size=10 * KB, ranged_count=1,
         memory_sizes={20 * KB: 1},
         rtt_delays=(0.002,), rtt_count=1, rtt_warmup=0,
         discard_sizes={KB: 1, 10 * KB: 1},
         segment_sizes=(8 * KIB,), segment_files={10 * KB: 1}, segment_ranged_count=1,
         floor_count=2, floor_warmup=1,
         encode_mib=0.25, encode_repeat=1,
-        idle_window=0.2, settle_timeout=3.0, quiet_wait=0.0,
+        idle_window=0.2, settle_timeout=1.0, quiet_wait=0.0, block_ops=1, thaw_settle_s=0.05,
+        rest_settle_s=0.5,
     )

@@ -1,211 +1,304 @@
-"""One implementation's whole benchmark: its grids, clients and every workload, in order.
+"""The benchmark of one implementation, or of two in turns: grids, clients, every workload.
 
-For a system (ours, or Tahoe-LAFS 1.20) this starts a grid of ``Plan.storage_nodes``
-storage servers and a client, measures (idle memory and CPU, 1 kB uploads,
-the Foolscap floor, ``tahoe put``, the cost model, downloads and ranged
-reads, memory during large uploads, the segment-size variants, round trips
-through delay proxies, and the directory commands of its own ``tahoe`` CLI),
-stops that grid, and repeats the cost model on a grid whose servers discard
-share data.  Only the section groups asked for run (``bench.py --sections``).
-A section that fails is recorded in ``errors`` and the run goes on.
+For each system (ours, or Tahoe-LAFS 1.20) this starts a grid of
+``Plan.storage_nodes`` storage servers and a client, measures (idle memory
+and CPU, 1 kB uploads and downloads, the Foolscap and HTTPS floors, ``tahoe
+put``, the directory commands of its own ``tahoe`` CLI, the cost model,
+downloads and ranged reads, memory during large uploads, the segment-size
+variants, round trips through delay proxies, memory after the workloads),
+stops that grid, and repeats the 1 kB uploads and the cost model on a grid
+whose servers discard share data.  Only the section groups asked for run
+(``bench.py --sections``).  A section that fails is recorded in ``errors``
+and the run goes on.
+
+Given two systems (``bench.py --compare``: ours and Tahoe's), both grids are
+up at once and every section runs for both in the same place of the run:
+sections of repeated operations in alternating blocks (:class:`bench_schedule.Schedule`),
+the rest once for each, always with the other grid frozen.  The operations
+of the web API and the CLI also add up CPU per process (``cpu_per_op``).
 """
 from __future__ import annotations
 
-import sys
+import functools
+import shutil
 import time
-import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench_dirs import directories
-from bench_grid import BenchGrid, BenchNode
+from bench_dirs import ALIAS, Cli, DirTree, create_alias, mkdirs, puts, tree_run
+from bench_freeze import Freezer
+from bench_grid import BenchGrid
 from bench_http import TestFiles
-from bench_plan import SECTIONS, Plan
-from bench_proc import CpuAccount, rss_mib, wait_quiet
+from bench_plan import SECTIONS, Plan, size_label
+from bench_proc import rss_mib, wait_quiet
+from bench_schedule import Schedule, Sections, Side, System, log, merge_samples, settle_all
 from bench_workloads import (cli_puts, downloads, floor, idle_metrics, ranged_reads,
                              round_trips, sized_uploads, small_uploads)
 from tests.support.nodes import Shares, TahoeTool
 from tests.support.processes import ProcessSet
 
-__all__ = ["System", "run_system"]
+__all__ = ["Sections", "System", "log", "run_systems"]
 
 SEGMENT_KEY = "shares._max_immutable_segment_size_for_testing"
-
-
-@dataclass(frozen=True)
-class System:
-    """An implementation under test, with a transport.
-
-    :ivar name: ``ours``, ``ours-foolscap`` or ``tahoe``.
-    :ivar tahoe: its ``tahoe`` executable.
-    :ivar foolscap_only: whether its servers and clients are kept to Foolscap
-        (``force_foolscap``); otherwise each uses its default, the HTTPS storage
-        protocol.
-    :ivar extra_foolscap_client: also measure a ``force_foolscap`` client
-        (Tahoe: its Foolscap path next to its default).
-    :ivar sections: the only section groups this system runs (None: all asked for).
-    """
-
-    name: str
-    tahoe: Path
-    foolscap_only: bool
-    extra_foolscap_client: bool = False
-    sections: tuple[str, ...] | None = None
-
-
-class Sections:
-    """Runs named sections, logging progress and keeping going after a failure."""
-
-    def __init__(self, system: str, results: dict[str, Any]) -> None:
-        self.system = system
-        self.results = results
-        self.errors: dict[str, str] = results.setdefault("errors", {})
-        self.durations: dict[str, float] = results.setdefault("section_seconds", {})
-        self.foreign: dict[str, float] = results.setdefault("section_foreign_cpu_pct", {})
-
-    def run(self, name: str, func: Callable[[], Any]) -> Any:
-        """Run ``func``; on an exception record it under ``name`` and return None."""
-        started = time.monotonic()
-        account = CpuAccount()
-        log(f"[{self.system}] {name} ...")
-        try:
-            return func()
-        except Exception as error:  # noqa: BLE001 (a benchmark keeps going; the error is kept)
-            self.errors[name] = f"{type(error).__name__}: {error}"
-            log(f"[{self.system}] {name} FAILED: {error}\n{traceback.format_exc()}")
-            return None
-        finally:
-            self.durations[name] = time.monotonic() - started
-            self.foreign[name] = account.foreign_pct()
-            log(f"[{self.system}] {name} done in {self.durations[name]:.1f} s (other work on"
-                f" the machine: {self.foreign[name]:.0f}% of a core)")
-
-
-def log(message: str) -> None:
-    """Progress goes to stderr (the table goes to stdout)."""
-    print(message, file=sys.stderr, flush=True)
-
-
 MAIN_GRID_SECTIONS = ("idle", "small", "floor", "put", "directories", "cost", "memory",
                       "foolscap", "segments", "rtt")
+#: Uploads of this size or more go one per block when two systems take turns.
+LARGE = 10 * 1000 * 1000
 
 
-def run_system(system: System, plan: Plan, workdir: Path, files: TestFiles,
-               wanted: Sequence[str] = tuple(SECTIONS)) -> dict[str, Any]:
-    """Every measurement of one implementation; raw samples in a JSON-ready dict.
+def run_systems(systems: Sequence[System], plan: Plan, workdir: Path, files: TestFiles,
+                wanted: Sequence[str] = tuple(SECTIONS)) -> dict[str, dict[str, Any]]:
+    """Every measurement of one system, or of two in turns; raw samples, JSON-ready, by name.
 
-    :param wanted: the section groups to run (:data:`bench_plan.SECTIONS`); the
-        main grid starts only if one of its sections is wanted, the grid of
-        discarding servers only for ``discard``.
+    :param wanted: the section groups to run (:data:`bench_plan.SECTIONS`); a main
+        grid starts only if one of its sections is wanted, a grid of discarding
+        servers only for ``discard``.
     """
-    if system.sections is not None:
-        wanted = tuple(name for name in wanted if name in system.sections)
-    results: dict[str, Any] = {"tahoe": str(system.tahoe), "sections": list(wanted),
-                               "foolscap_only": system.foolscap_only}
-    sections = Sections(system.name, results)
-    tool = TahoeTool(system.tahoe, workdir / "logs")
-    results["version"] = sections.run("version", tool.version)
-    shares = Shares(plan.needed, plan.happy, plan.total)
-    with ProcessSet() as processes:
-        if any(name in wanted for name in MAIN_GRID_SECTIONS):
-            grid = BenchGrid(tool, workdir / "grid", processes, plan.storage_nodes, shares,
-                             server_foolscap=system.foolscap_only)
+    sides = []
+    for system in systems:
+        own = tuple(name for name in wanted
+                    if system.sections is None or name in system.sections)
+        results: dict[str, Any] = {
+            "tahoe": str(system.tahoe), "sections": list(own),
+            "foolscap_only": system.foolscap_only,
+            "interleaved_with": [other.name for other in systems if other is not system]}
+        sections = Sections(system.name, results)
+        tool = TahoeTool(system.tahoe, workdir / system.name / "logs")
+        sides.append(Side(system, plan, workdir / system.name, files, sections, tool, own))
+        results["version"] = sections.run("version", tool.version)
+    with ProcessSet() as processes, Freezer() as freezer:
+        schedule = Schedule(sides, freezer, plan)
+        main = [side for side in sides if any(side.wants(n) for n in MAIN_GRID_SECTIONS)]
+        if main:
+            _grids(schedule, main, processes, _main_grid)
+        discard = [side for side in sides if side.wants("discard")]
+        if discard:
+            _grids(schedule, discard, processes, _discard_grid, name="grid-discard",
+                   storage_settings={"storage": {"debug_discard": "true"}},
+                   # Tahoe 1.20's HTTPS storage never completes an upload to a debug_discard
+                   # server (BucketWriter.write returns before recording the range): Foolscap.
+                   client_foolscap=lambda side: side.system.foolscap_only
+                   or side.name == "tahoe")
+    return {side.name: side.results for side in sides}
+
+
+def _grids(schedule: Schedule, sides: Sequence[Side], processes: ProcessSet,
+           body: Callable[[Schedule], None], *, name: str = "grid",
+           storage_settings: dict[str, dict[str, str | None]] | None = None,
+           client_foolscap: Callable[[Side], bool] = lambda side: side.system.foolscap_only
+           ) -> None:
+    """Start a grid and client for each side (the others frozen), run ``body``, thaw, stop."""
+    plan = schedule.plan
+    prefix = "" if name == "grid" else "discard "
+    try:
+        for side in sides:
+            schedule.activate(side)
+            grid = BenchGrid(side.tool, side.workdir / name, processes, plan.storage_nodes,
+                             Shares(plan.needed, plan.happy, plan.total),
+                             server_foolscap=side.system.foolscap_only,
+                             storage_settings=storage_settings or {})
+            side.grid, side.state = grid, {}
             started = time.monotonic()
-            sections.run("grid start", grid.start)
-            client = sections.run("client start", lambda: grid.start_client(
-                "client", force_foolscap=system.foolscap_only))
-            results["grid_start_s"] = time.monotonic() - started
-            if client is not None:
-                _main_grid(system, plan, grid, client, files, sections, wanted, workdir)
-            grid.stop(remove=True)
-        if "discard" in wanted:
-            # Tahoe 1.20's HTTPS storage never completes an upload to a debug_discard server
-            # (BucketWriter.write returns before recording the range): Foolscap for Tahoe.
-            _discard_grid(plan, tool, workdir, processes, shares, files, sections,
-                          system.foolscap_only, client_foolscap=system.foolscap_only
-                          or system.name == "tahoe")
-    return results
+            side.sections.run(f"{prefix}grid start", grid.start)
+            foolscap = client_foolscap(side)
+            side.client = side.sections.run(f"{prefix}client start", lambda: grid.start_client(
+                "client", force_foolscap=foolscap))
+            if name == "grid":
+                side.results["grid_start_s"] = time.monotonic() - started
+            else:
+                side.results["discard_client_foolscap"] = foolscap
+        body(schedule)
+    finally:
+        schedule.release()
+        for side in sides:
+            if side.grid is not None:
+                side.grid.stop(remove=True)
+            side.grid, side.client = None, None
 
 
-def _discard_grid(plan: Plan, tool: TahoeTool, workdir: Path, processes: ProcessSet,
-                  shares: Shares, files: TestFiles, sections: Sections,
-                  server_foolscap: bool, client_foolscap: bool) -> None:
-    discard = BenchGrid(tool, workdir / "grid-discard", processes, plan.storage_nodes,
-                        shares, server_foolscap=server_foolscap,
-                        storage_settings={"storage": {"debug_discard": "true"}})
-    sections.run("discard grid start", discard.start)
-    sections.results["discard_client_foolscap"] = client_foolscap
-    client = sections.run("discard client start", lambda: discard.start_client(
-        "client", force_foolscap=client_foolscap))
-    if client is not None:
-        discard.settle(plan.settle_timeout)
-        sections.results["discard"] = {
-            "small_upload_s": sections.run("discard: 1 kB uploads", lambda: small_uploads(
-                client, plan.small_count, plan.small_warmup)),
-            "uploads": sections.run("discard: cost model", lambda: sized_uploads(
-                client, files, plan.discard_sizes)),
-        }
-    discard.stop(remove=True)
+def _main_grid(run: Schedule) -> None:
+    plan = run.plan
+    block = plan.block_ops
+    settle_all(run, plan.settle_timeout, "settle_s")
+    run.each("idle", "idle memory and CPU", "idle", lambda s: idle_metrics(
+        s.grid, s.client, plan.idle_window), store="idle")
+    # 1 kB through the web API: new content each (a new storage index), then each read back.
+    run.each("small", "1 kB uploads: warm-up", None, lambda s: small_uploads(
+        s.client, 0, plan.small_warmup))
+    run.alternate("small", "1 kB uploads (web API)", "upload_1k", plan.small_count, block,
+                  _small_uploads)
+    run.alternate("small", "1 kB downloads (web API)", "download_1k", plan.small_count, block,
+                  _small_downloads)
+    run.each("floor", "Foolscap floor", "floor", lambda s: floor(
+        s.grid, plan.floor_count, plan.floor_warmup), store="floor")
+    run.each("floor", "Foolscap floor, plain Tub", "floor", lambda s: floor(
+        s.grid, plan.floor_count, plan.floor_warmup, plain=True), store="floor_plain")
+    run.each("floor", "HTTPS floor", "floor", lambda s: floor(
+        s.grid, plan.floor_count, plan.floor_warmup, https=True), store="floor_https",
+        only=lambda s: not s.system.foolscap_only)
+    run.alternate("put", "tahoe put 1 kB", "put_cli", plan.cli_count, block, _cli_puts)
+    _directories(run)
+    for size, reps in sorted(plan.sizes.items()):
+        run.alternate("cost", f"cost model uploads, {size_label(size)}", "cost", reps,
+                      block if size < LARGE else 1, functools.partial(
+                          _sized, size=size, key="uploads", watch_from=plan.download_size))
+    downloaded = plan.sizes.get(plan.download_size, 0)
+    run.alternate("cost", "downloads", "download", downloaded, 1, _large_downloads,
+                  only=lambda s: bool(_large_caps(s)))
+    run.alternate("cost", "1 KiB ranged reads", "ranged", plan.ranged_count, block,
+                  _ranged_reads, only=lambda s: bool(_large_caps(s)))
+    for size, reps in sorted(plan.memory_sizes.items()):
+        run.alternate("memory", f"large uploads (memory), {size_label(size)}", "memory", reps, 1,
+                      functools.partial(_sized, size=size, key="memory", watch_from=0))
+    run.each("idle", "client RSS after the workloads", None, lambda s: rss_mib(s.client.pid),
+             store="client_rss_after_mib")
+    run.each("foolscap", "Foolscap-only client", "foolscap", lambda s: _foolscap_client(
+        plan, s.grid, s.files), store="foolscap_client",
+        only=lambda s: s.system.extra_foolscap_client)
+    for segment_size in plan.segment_sizes:
+        run.each("segments", f"segment size {segment_size}", "segments",
+                 functools.partial(_segments, segment_size=segment_size))
+    run.each("rtt", "round trips (delay proxies)", "rtt", lambda s: round_trips(
+        s.grid, plan.rtt_delays, plan.rtt_count, plan.rtt_warmup), store="rtt")
+    # At rest: every storage node has served shares by now.
+    settle_all(run, plan.rest_settle_s, "settle_after_s", section="idle")
+    run.each("idle", "idle after the workloads", "idle_after", lambda s: idle_metrics(
+        s.grid, s.client, min(plan.idle_window, 2.0)), store="idle_after")
 
 
-def _main_grid(system: System, plan: Plan, grid: BenchGrid, client: BenchNode,
-               files: TestFiles, sections: Sections, wanted: Sequence[str],
-               workdir: Path) -> None:
-    results = sections.results
-    results["settle_s"] = grid.settle(plan.settle_timeout)
-    if "idle" in wanted:
-        results["idle"] = sections.run("idle memory and CPU",
-                                       lambda: idle_metrics(grid, client, plan.idle_window))
-    if "small" in wanted:
-        results["small_upload_s"] = sections.run("1 kB uploads (web API)", lambda: small_uploads(
-            client, plan.small_count, plan.small_warmup))
-    if "floor" in wanted:
-        results["floor"] = sections.run("Foolscap floor", lambda: floor(
-            grid, plan.floor_count, plan.floor_warmup))
-        results["floor_plain"] = sections.run("Foolscap floor, plain Tub", lambda: floor(
-            grid, plan.floor_count, plan.floor_warmup, plain=True))
-        if not system.foolscap_only:
-            results["floor_https"] = sections.run("HTTPS floor", lambda: floor(
-                grid, plan.floor_count, plan.floor_warmup, https=True))
-    if "put" in wanted:
-        results["cli_put_s"] = sections.run("tahoe put 1 kB", lambda: cli_puts(
-            system.tahoe, client, files, plan.cli_count))
-    if "directories" in wanted:
-        results["directories"] = sections.run("directories (CLI)", lambda: directories(
-            system.tahoe, client, workdir / "dirs", put_count=plan.dir_put_count,
-            mkdir_count=plan.dir_mkdir_count, trees=plan.dir_trees, budget=plan.dir_budget_s,
-            download=plan.dir_download))
-    if "cost" in wanted:
-        uploads = sections.run("cost model uploads", lambda: sized_uploads(
-            client, files, plan.sizes, watch_from=plan.download_size))
-        results["uploads"] = uploads
-        caps = (uploads or {}).get("caps", {}).get(str(plan.download_size), [])
-        if caps:
-            results["download"] = sections.run("downloads", lambda: downloads(client, caps))
-            results["ranged_s"] = sections.run("1 KiB ranged reads", lambda: ranged_reads(
-                client, caps[0], plan.download_size, plan.ranged_count))
-    if "memory" in wanted:
-        results["memory"] = sections.run("large uploads (memory)", lambda: sized_uploads(
-            client, files, plan.memory_sizes, watch_from=0))
-    if "idle" in wanted:
-        results["client_rss_after_mib"] = rss_mib(client.pid)
-    if system.extra_foolscap_client and "foolscap" in wanted:
-        results["foolscap_client"] = sections.run(
-            "Foolscap-only client", lambda: _foolscap_client(plan, grid, files))
-    if "segments" in wanted:
-        results["segments"] = {}
-        for segment_size in plan.segment_sizes:
-            results["segments"][str(segment_size)] = sections.run(
-                f"segment size {segment_size}", lambda s=segment_size: _segment_variant(
-                    plan, grid, files, s, system.foolscap_only))
-    if "rtt" in wanted:
-        results["rtt"] = sections.run("round trips (delay proxies)", lambda: round_trips(
-            grid, plan.rtt_delays, plan.rtt_count, plan.rtt_warmup))
-    if "idle" in wanted:
-        results["idle_after"] = sections.run("idle after the workloads", lambda: idle_metrics(
-            grid, client, min(plan.idle_window, 2.0)))
+def _small_uploads(side: Side, start: int, count: int) -> None:
+    caps = side.state.setdefault("caps_1k", [])
+    with side.meter.measure("upload_1k", count):
+        seconds = small_uploads(side.client, count, 0, caps=caps)
+    side.extend("small_upload_s", seconds)
+
+
+def _small_downloads(side: Side, start: int, count: int) -> None:
+    caps = side.state.get("caps_1k", [])[start:start + count]
+    if not caps:
+        raise RuntimeError("no 1 kB upload to download (the uploads failed)")
+    with side.meter.measure("download_1k", len(caps)):
+        out = downloads(side.client, caps, watch=False)
+    side.merge("small_download", out)
+
+
+def _cli_puts(side: Side, start: int, count: int) -> None:
+    with side.meter.measure("put_cli_1k", count):
+        seconds = cli_puts(side.system.tahoe, side.client, side.files, count)
+    side.extend("cli_put_s", seconds)
+
+
+def _sized(side: Side, start: int, count: int, *, size: int, key: str,
+           watch_from: int | None) -> None:
+    """``count`` uploads of ``size`` bytes into ``results[key]`` (CPU as ``upload_<size>``)."""
+    with side.meter.measure(f"upload_{size}", count):
+        out = sized_uploads(side.client, side.files, {size: count}, watch_from=watch_from)
+    side.merge(key, out)
+
+
+def _large_caps(side: Side) -> list[str]:
+    return (side.results.get("uploads") or {}).get("caps", {}).get(
+        str(side.plan.download_size), [])
+
+
+def _large_downloads(side: Side, start: int, count: int) -> None:
+    caps = _large_caps(side)[start:start + count]
+    with side.meter.measure(f"download_{side.plan.download_size}", len(caps)):
+        out = downloads(side.client, caps)
+    side.merge("download", out)
+
+
+def _ranged_reads(side: Side, start: int, count: int) -> None:
+    side.extend("ranged_s", ranged_reads(side.client, _large_caps(side)[0],
+                                         side.plan.download_size, count))
+
+
+def _directories(run: Schedule) -> None:
+    """``tahoe put FILE alias:``, ``mkdir`` (unlinked and linked), ``cp -r`` of new trees."""
+    plan, block = run.plan, run.plan.block_ops
+
+    def alias(side: Side) -> None:
+        side.state["cli"] = Cli(side.system.tahoe, side.client)
+        side.results["directories"] = {"alias": ALIAS, "put_s": [], "mkdir_unlinked_s": [],
+                                       "mkdir_alias_s": [], "cp": {}}
+        side.results["directories"]["create_alias_s"] = create_alias(side.state["cli"])
+
+    def put(side: Side, start: int, count: int) -> None:
+        side.results["directories"]["put_s"] += puts(side.state["cli"], side.workdir / "dirs",
+                                                     start, count, side.meter)
+
+    def mkdir(side: Side, start: int, count: int, linked: bool) -> None:
+        key = "mkdir_alias_s" if linked else "mkdir_unlinked_s"
+        side.results["directories"][key] += mkdirs(side.state["cli"], start, count, linked,
+                                                   side.meter)
+
+    run.each("directories", "directories: create-alias", None, alias)
+    has_cli = [side for side in run.sides if side.wants("directories")]
+    run.alternate("directories", "tahoe put FILE alias:name", "put_alias", plan.dir_put_count,
+                  block, put, only=lambda s: "cli" in s.state)
+    run.alternate("directories", "tahoe mkdir", "mkdir", plan.dir_mkdir_count, block,
+                  functools.partial(mkdir, linked=False), only=lambda s: "cli" in s.state)
+    run.alternate("directories", "tahoe mkdir alias:name", "mkdir_alias", plan.dir_mkdir_count,
+                  block, functools.partial(mkdir, linked=True), only=lambda s: "cli" in s.state)
+    for tree in plan.dir_trees:
+        files = tree[0] * tree[1]
+        fewest = tree[3] if len(tree) > 3 else 1
+
+        def enough(rounds: int, files: int = files, fewest: int = fewest) -> bool:
+            return rounds >= fewest and any(
+                side.state.get(f"cp_spent_{files}", 0.0) >= plan.dir_budget_s
+                for side in has_cli)
+
+        run.alternate("directories", f"tahoe cp -r, {files} files", f"cp_{files}", tree[2], 1,
+                      functools.partial(_cp_tree, tree=tree), stop=enough,
+                      only=lambda s: "cli" in s.state)
+    for side in has_cli:
+        shutil.rmtree(side.workdir / "dirs", ignore_errors=True)
+
+
+def _cp_tree(side: Side, start: int, count: int, *, tree: DirTree) -> None:
+    files = tree[0] * tree[1]
+    entry = side.results["directories"]["cp"].setdefault(str(files), {
+        "dirs": tree[0], "files_per_dir": tree[1], "files": files, "up_s": [], "down_s": []})
+    for rep in range(start, start + count):
+        up, down = tree_run(side.state["cli"], side.workdir / "dirs", tree, rep,
+                            side.plan.dir_download, side.meter)
+        entry["up_s"].append(up)
+        if down is not None:
+            entry["down_s"].append(down)
+        side.state[f"cp_spent_{files}"] = (side.state.get(f"cp_spent_{files}", 0.0) + up
+                                           + (down or 0.0))
+
+
+def _segments(side: Side, segment_size: int) -> None:
+    segments = side.results.setdefault("segments", {})
+    segments[str(segment_size)] = None
+    segments[str(segment_size)] = _segment_variant(side.plan, side.grid, side.files,
+                                                   segment_size, side.system.foolscap_only)
+
+
+def _discard_grid(run: Schedule) -> None:
+    plan = run.plan
+    settle_all(run, plan.settle_timeout, "discard_settle_s")
+
+    def small(side: Side, start: int, count: int) -> None:
+        side.results.setdefault("discard", {}).setdefault("small_upload_s", []).extend(
+            small_uploads(side.client, count, 0))
+
+    run.each("discard", "discard: warm-up", None, lambda s: small_uploads(
+        s.client, 0, plan.small_warmup))
+    run.alternate("discard", "discard: 1 kB uploads", "discard_small", plan.small_count,
+                  plan.block_ops, small)
+    for size, reps in sorted(plan.discard_sizes.items()):
+        run.alternate("discard", f"discard: cost model, {size_label(size)}", "discard_cost", reps,
+                      plan.block_ops if size < LARGE else 1, functools.partial(
+                          _discard_sized, size=size))
+
+
+def _discard_sized(side: Side, start: int, count: int, *, size: int) -> None:
+    merge_samples(side.results.setdefault("discard", {}).setdefault("uploads", {}),
+                  sized_uploads(side.client, side.files, {size: count}))
 
 
 def _foolscap_client(plan: Plan, grid: BenchGrid, files: TestFiles) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any
 
 from bench_grid import BenchGrid, BenchNode
 from bench_http import GatewayClient, TestFiles
-from bench_proc import MemoryWatch, cpu_over, rss_mib
+from bench_proc import MemoryWatch, cpu_over, memory_mib, rss_mib
 from tests.support.proxy import ProxySet
 
 __all__ = ["cli_puts", "downloads", "floor", "idle_metrics", "ranged_reads", "round_trips",
@@ -27,14 +27,20 @@ HERE = Path(__file__).resolve().parent
 KIB = 1024
 
 
-def small_uploads(client: BenchNode, count: int, warmup: int, size: int = 1000) -> list[float]:
-    """``count`` uploads of ``size`` new random bytes with ``PUT /uri`` (after ``warmup``)."""
+def small_uploads(client: BenchNode, count: int, warmup: int, size: int = 1000,
+                  caps: list[str] | None = None) -> list[float]:
+    """``count`` uploads of ``size`` new random bytes with ``PUT /uri`` (after ``warmup``).
+
+    :param caps: receives the caps of the timed uploads.
+    """
     gateway = GatewayClient(client.url or "")
     seconds = []
     for i in range(warmup + count):
-        _, elapsed = gateway.put_bytes(TestFiles.fresh_bytes(size))
+        cap, elapsed = gateway.put_bytes(TestFiles.fresh_bytes(size))
         if i >= warmup:
             seconds.append(elapsed)
+            if caps is not None:
+                caps.append(cap)
     return seconds
 
 
@@ -129,15 +135,23 @@ def ranged_reads(client: BenchNode, cap: str, size: int, count: int,
 
 
 def idle_metrics(grid: BenchGrid, client: BenchNode, window: float) -> dict[str, Any]:
-    """RSS of every node at rest, and the storage servers' CPU over ``window`` seconds."""
+    """Memory of every node at rest (RSS from ``status``; RSS, PSS and USS from
+    ``smaps_rollup``), and the storage servers' CPU over ``window`` seconds."""
     server_pids = [node.pid for node in grid.servers]
+    introducer = grid.pids()[0] if grid.introducer else None
+    memory = {
+        "storage_memory_mib": [memory_mib(pid) for pid in server_pids],
+        "introducer_memory_mib": memory_mib(introducer) if introducer else None,
+        "client_memory_mib": memory_mib(client.pid),
+    }
     cpu = cpu_over(server_pids, window)
     return {
         "storage_rss_mib": [rss_mib(pid) for pid in server_pids],
         "storage_cpu_pct": cpu,
         "cpu_window_s": window,
-        "introducer_rss_mib": rss_mib(grid.pids()[0]) if grid.introducer else None,
+        "introducer_rss_mib": rss_mib(introducer) if introducer else None,
         "client_rss_mib": rss_mib(client.pid),
+        **memory,
     }
 
 
