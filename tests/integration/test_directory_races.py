@@ -45,9 +45,11 @@ from tests.support.proxied_grid import ProxiedGrid, start_static_client
 from tests.support.reliability import fault_run, runs
 
 FAULT_CLASS = "directory reads racing writes"
-#: Children a directory starts with: enough that a share outgrows the servermap's
-#: 4000-byte probe, so a listing reads it again in a second call (the race window).
-BASE_CHILDREN = 60
+#: Children a directory starts with: enough that its shares outgrow the servermap's
+#: 4000-byte probe (a gateway that has read it once then reads whole shares in its
+#: servermap update), and enough that they outgrow that too (64 KiB), so every listing
+#: reads them again in a second call: the race window of the issue.
+BASE_CHILDREN = {"whole shares in the probe": 60, "shares read again": 700}
 
 
 @pytest.fixture(scope="module")
@@ -88,15 +90,16 @@ def mkdir(api: WebAPI, parent: str, name: str) -> Response:
 
 
 @pytest.mark.parametrize("run_number", range(runs(1)))
+@pytest.mark.parametrize("size", list(BASE_CHILDREN))
 def test_listings_never_fail_while_two_gateways_write(local_grid: ProxiedGrid,
                                                       gateways: tuple[WebAPI, WebAPI],
-                                                      run_number: int) -> None:
+                                                      size: str, run_number: int) -> None:
     """Listings through both gateways while both make children in the directory: every
     listing succeeds and holds the entries made before it began; every child is there at
     the end; no share is reported corrupt."""
     first, second = gateways
     with fault_run(FAULT_CLASS) as run:
-        root, base = populated_directory(first, BASE_CHILDREN)
+        root, base = populated_directory(first, BASE_CHILDREN[size])
         made = {f"child-{i:03d}" for i in range(30)}
         done = threading.Event()
         failures: list[tuple[int, str]] = []

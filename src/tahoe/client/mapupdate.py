@@ -1,6 +1,7 @@
 """The servermap update of a mutable file: ask servers for share headers, check each one.
 
-``slot_readv(SI, [], [(0, 4000)])`` goes to the servers given, all at once
+``slot_readv(SI, [], [(0, 4000)])`` (or more: whole shares, for a reader
+that knows the file's share size) goes to the servers given, all at once
 (one round trip); every share's header, key and signature are checked
 against the file's fingerprint with :func:`tahoe.mutable.reader.check_header`
 (a share whose key and signature lie past the probe is read again up to
@@ -35,9 +36,13 @@ IGNORED_LEASE_ERRORS = ("KeyError", "IndexError", "NameError")
 
 
 class Probe:
-    """What one servermap update learnt beyond the map: share bytes, servers, the key."""
+    """What one servermap update learnt beyond the map: share bytes, servers, the key.
 
-    def __init__(self) -> None:
+    :ivar size: the bytes asked of each share (a share read shorter is whole).
+    """
+
+    def __init__(self, size: int = PROBE_SIZE) -> None:
+        self.size = size
         self.data: dict[tuple[str, int], bytes] = {}
         self.servers: dict[str, StorageServerHandle] = {}
         self.verifying_key: VerifyingKey | None = None
@@ -75,20 +80,22 @@ def add_lease(server: StorageServerHandle, storage_index: bytes, secrets: LeaseS
 
 async def survey(storage_index: bytes, fingerprint: bytes,
                  servers: Sequence[StorageServerHandle],
-                 lease_secrets: Callable[[StorageServerHandle], LeaseSecrets] | None = None
-                 ) -> tuple[ServerMap, Probe]:
-    """Ask ``servers`` (all at once) for every share's first :data:`PROBE_SIZE` bytes.
+                 lease_secrets: Callable[[StorageServerHandle], LeaseSecrets] | None = None,
+                 probe_size: int = PROBE_SIZE) -> tuple[ServerMap, Probe]:
+    """Ask ``servers`` (all at once) for every share's first ``probe_size`` bytes.
 
     :param lease_secrets: when given, ``add_lease`` with these secrets goes to
         each server at the same time.
+    :param probe_size: at least :data:`PROBE_SIZE`; more (a reader that knows the
+        file's share size) gets whole shares in this one round trip.
     """
-    probe = Probe()
+    probe = Probe(max(probe_size, PROBE_SIZE))
     smap = ServerMap()
     if lease_secrets is not None:
         for server in servers:
             add_lease(server, storage_index, lease_secrets(server))
     answers = await DeferredList(
-        [s.storage.slot_readv(storage_index, [], [(0, PROBE_SIZE)])
+        [s.storage.slot_readv(storage_index, [], [(0, probe.size)])
          for s in servers], consumeErrors=True)
     for server, (ok, result) in zip(servers, answers):
         sid = server.server_id.decode("ascii")
@@ -105,7 +112,7 @@ async def survey(storage_index: bytes, fingerprint: bytes,
 
 async def _check_share(storage_index: bytes, fingerprint: bytes, smap: ServerMap, probe: Probe,
                        server: StorageServerHandle, sid: str, shnum: int, data: bytes) -> None:
-    asked = PROBE_SIZE
+    asked = probe.size
     for _ in range(4):
         try:
             checked = check_header(shnum, data, fingerprint, probe.verifying_key)

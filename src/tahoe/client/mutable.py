@@ -7,6 +7,8 @@ The network shell around :mod:`tahoe.mutable` (``reference/mutable-dirnodes.md``
   the permuted ring, all at once; every share's header, key and signature are
   checked; the versions found go into a :class:`~tahoe.mutable.servermap.ServerMap`.
   One round trip; the probe usually holds a small file's whole share.
+  A node that knows the file's shares are longer than the probe (up to
+  :data:`WHOLE_SHARE_PROBE`) asks for whole shares instead.
 * **retrieve**: the best recoverable version from the k lowest share numbers
   (whole shares, read in one more call only when the probe did not cover them).
   When another writer replaced them in between (their checkstring is another
@@ -75,6 +77,12 @@ ReadCap = SSKReadCap | MDMFReadCap | SSKWriteCap | MDMFWriteCap
 RETRY_DELAYS = (0.0, 0.02, 0.04, 0.08, 0.16) + (0.25,) * 15
 #: Servermap updates a read makes at most when the version it chose is replaced under it.
 READ_ATTEMPTS = 8
+#: A node that has read or written a file whose shares are longer than the 4000-byte
+#: probe, but no longer than this, asks this much (up to twice their last length) of
+#: each share in its servermap updates: whole shares in one round trip, with nothing
+#: left to fetch, so no write can replace them between the two reads. Directories of a
+#: few hundred entries, written often, are the case; bytes past a share's end cost nothing.
+WHOLE_SHARE_PROBE = 64 * 1024
 
 
 class KeyPool:
@@ -186,8 +194,15 @@ class MutableFileNode:
         self.lock = DeferredLock()
         self.needed: int | None = None
         self.total: int | None = None
+        self.share_size = 0  # of the version last read or written here
 
     # -- reading
+
+    def _probe_size(self) -> int:
+        """What a servermap update asks of each share (see :data:`WHOLE_SHARE_PROBE`)."""
+        if PROBE_SIZE < self.share_size <= WHOLE_SHARE_PROBE:
+            return min(2 * self.share_size, WHOLE_SHARE_PROBE)
+        return PROBE_SIZE
 
     async def _servermap(self, want_private_key: bool) -> tuple[ServerMap, Probe]:
         """Ask the servers of the ring (up to 2N + k) for every share's header (one round trip)."""
@@ -196,7 +211,8 @@ class MutableFileNode:
         mode = "MODE_WRITE" if want_private_key else "MODE_READ"
         with self.client.history.record("mapupdate", self.storage_index, None,
                                         self.client.clock, mode):
-            return await survey(self.storage_index, self.fingerprint, servers[:max(limit, 1)])
+            return await survey(self.storage_index, self.fingerprint, servers[:max(limit, 1)],
+                                probe_size=self._probe_size())
 
     def _count(self, action: str, size: int) -> None:
         """Count one retrieve or publish (``action``) of ``size`` bytes."""
@@ -261,6 +277,7 @@ class MutableFileNode:
                 batch = max(best.needed - error.found, 1)
                 continue
             self._report_all(sources, probe, {**bad, **decoded.corrupt}, best, found_bad)
+            self.share_size = best.offsets[-1]
             return decoded.plaintext
 
     async def _fetch_whole(self, version: VersionInfo, holders: dict[int, Any], probe: Probe,
@@ -275,7 +292,7 @@ class MutableFileNode:
         for shnum in shnums:
             sid = sorted(holders[shnum])[0]
             data = probe.data.get((sid, shnum), b"")
-            if len(data) >= eof or len(data) < PROBE_SIZE:
+            if len(data) >= eof or len(data) < probe.size:
                 shares[shnum] = data
                 sources[shnum] = sid
             else:
@@ -458,6 +475,7 @@ class MutableFileNode:
             raise UnrecoverableFile(f"only {len(written)} shares could be written, "
                                     f"{needed} are needed")
         self.needed, self.total = needed, total
+        self.share_size = len(encoded.shares[0].data)
 
     async def overwrite(self, data: bytes) -> None:
         """Replace the contents (a blind write: a lost race is reported, not retried)."""
