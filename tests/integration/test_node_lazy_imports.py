@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import time
 import urllib.request
 from pathlib import Path
 
@@ -95,6 +96,19 @@ def test_storage_node_serving_shares_loads_no_gateway_code(tmp_path: Path) -> No
         protocols = {s["nickname"]: s["connection_status"] for s in client.welcome()["servers"]}
         assert protocols["https"].endswith("via HTTPS"), protocols
         assert not protocols["foolscap"].endswith("via HTTPS"), protocols
+        # A node without storage is a gateway: it loads its upload and download paths
+        # just after it started, so that its first upload costs what later ones do; it
+        # makes RSA keys for new mutable files only after its first POST or PUT had its
+        # turn.
+        upload_path = {"tahoe.client.uploader", "tahoe.client.downloader",
+                       "tahoe.immutable.encoder", "tahoe.immutable.codec", "zfec",
+                       "tahoe.web.unlinked"}
+        deadline = time.monotonic() + 10
+        while not named(warm := loaded_modules(tmp_path / "client", client.url),
+                        GATEWAY_ONLY) >= upload_path and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert named(warm, GATEWAY_ONLY) >= upload_path, warm
+        assert "Crypto.PublicKey.RSA" not in warm  # no RSA key made yet
         drive_client(client)
         for name, server in servers.items():
             api = WebAPI(server.url)

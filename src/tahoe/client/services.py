@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from .uploader import Uploader, UploadResult
 
 
+#: Seconds from the gateway's first POST or PUT to the key pool's first key.
+KEYPOOL_DELAY = 2.0
+
 class ClientServices:
     """Uploads and downloads through one broker.
 
@@ -43,6 +46,7 @@ class ClientServices:
         self.stats = stats
         self.convergence = convergence
         self.lease_secrets = ClientLeaseSecrets.from_lease_secret(lease_secret)
+        self._keys_expected = False
 
     @cached_property
     def uploader(self) -> Uploader:
@@ -84,11 +88,23 @@ class ClientServices:
         return DirectoryClient(self.mutable, self)
 
     def expect_use(self) -> None:
-        """Someone uses this client (its gateway's first request): begin pre-generating RSA
-        keys for new mutable files. Not at the node's start: a node that only stores
-        shares would spend a few hundred milliseconds of CPU on keys it never uses, and
-        a new mutable file without a key ready waits for one."""
-        self.keypool.start()
+        """Someone uses this client (its gateway's first POST or PUT): begin pre-generating
+        RSA keys for new mutable files, :data:`KEYPOOL_DELAY` seconds later. Not at the
+        node's start: a node that only stores shares would spend a few hundred
+        milliseconds of CPU on keys it never uses; and not at once: the first uploads
+        would share the two cores with the key generation and the mutable-file code's
+        import (together 0.3 s of CPU). A new mutable file without a key ready waits for
+        one."""
+        if not self._keys_expected:
+            self._keys_expected = True
+            self.clock.callLater(KEYPOOL_DELAY, lambda: self.keypool.start())
+
+    def warm_up(self) -> None:
+        """Build the upload and download paths now (importing their code), so that the
+        first upload costs what the hundredth does: for a node whose job is to be a
+        gateway (one without storage), shortly after it started."""
+        self.uploader, self.downloader  # noqa: B018 (built for their side effect)
+        from ..immutable import encoder, decoder  # noqa: F401
 
     async def upload(self, source: Uploadable) -> UploadResult:
         """Upload an immutable file (LIT when small), recording it in :attr:`history`

@@ -59,6 +59,8 @@ def _local_addresses() -> list[str]:
     return addresses
 
 
+#: Seconds after a gateway node's start at which it loads its file code (:meth:`Node._warm_up`).
+WARM_UP_DELAY = 0.2
 #: What :meth:`Node._file_resources` builds: the gateway's children loaded on first use.
 _FILE_RESOURCES = (b"uri", b"cap", b"file", b"named", b"operations")
 
@@ -255,6 +257,16 @@ class Node:
             (self.nickname, nodeid), self.stats.document, crawlers, self.clock))
         self.web_port = await start_web_server(self.reactor, self.config.web_port, root,
                                                self.basedir, first_write=self.client.expect_use)
+        if not self.config.storage.enabled:
+            # A node without storage is there to be a gateway: its file code is loaded
+            # just after the start, not by its first upload (a storage node loads it at
+            # its gateway's first use, if ever).
+            self.reactor.callLater(WARM_UP_DELAY, self._warm_up, root)
+
+    def _warm_up(self, root: Any) -> None:
+        if self.client is not None and self.web_port is not None:
+            root.build_lazy_children()
+            self.client.warm_up()
 
     def _file_resources(self) -> dict[bytes, Resource]:
         """The gateway's file and directory resources, by name (see :meth:`_start_web`)."""

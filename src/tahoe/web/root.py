@@ -60,19 +60,26 @@ class WelcomeResource(resource.Resource):
         for name in names:
             self._lazy[name] = build
 
+    def build_lazy_children(self) -> None:
+        """Build every lazy child now (a gateway node, shortly after it started)."""
+        while self._lazy:
+            self._build(next(iter(self._lazy)))
+
+    def _build(self, path: bytes) -> resource.Resource:
+        built = self._lazy[path]()
+        for name, child in built.items():
+            del self._lazy[name]
+            self.putChild(name, child)
+        return built[path]
+
     def getChild(self, path: bytes, request: Request) -> resource.Resource:  # noqa: N802 (Twisted)
         """Serve the welcome page for ``/`` itself, a lazy child once built; anything else
         is not found here."""
         if path == b"":
             return self
-        build = self._lazy.get(path)
-        if build is None:
+        if path not in self._lazy:
             return NotFoundResource()
-        built = build()
-        for name, child in built.items():
-            del self._lazy[name]
-            self.putChild(name, child)
-        return built[path]
+        return self._build(path)
 
     def render_GET(self, request: Request) -> bytes:  # noqa: N802 (Twisted)
         """JSON for ``t=json``; the HTML page otherwise; 400 for other ``t``."""
