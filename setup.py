@@ -36,5 +36,6 @@ setup(
             "matplotlib",
         ],
     },
-    entry_points={"console_scripts": ["tahoe = tahoe.cli.main:main"]},
+    entry_points={"console_scripts": ["tahoe = tahoe.cli.main:main",
+                                    "grid-manager = tahoe.cli.grid_manager:main"]},
 )

@@ -10,7 +10,7 @@ SRC = Path(__file__).parent.parent / "src" / "tahoe"
 FORBIDDEN = {"twisted", "foolscap", "socket", "os", "time", "random", "subprocess", "io",
              "pathlib", "shutil", "tempfile", "threading", "asyncio", "urllib", "http"}
 #: Packages that are pure throughout.
-CORE_PACKAGES = ["util", "crypto", "caps", "immutable", "mutable", "dirnode"]
+CORE_PACKAGES = ["util", "crypto", "caps", "immutable", "mutable", "dirnode", "grid_manager"]
 #: Pure modules inside packages that also hold shells, named one by one.
 CORE_FILES = [
     *(f"storage/{name}.py" for name in (

@@ -74,7 +74,7 @@ _SUMMARIES = {
     "deep-check": "Check all files and directories reachable from a starting point.",
     "manifest": "List all files and directories reachable from a starting point.",
     "stats": "Print statistics about all files and directories under a starting point.",
-    "admin": "Administrative commands (generate-keypair, derive-pubkey, migrate-crawler).",
+    "admin": "Administrative commands (generate-keypair, derive-pubkey, migrate-crawler, add-grid-manager-cert).",
     "status": "Various status information.",
     "webopen": "Open a web browser to a grid file or directory.",
     "backup": "Make target dir look like local dir.",
