@@ -10,10 +10,10 @@
   operation; summed over the processes and divided by the cores, a floor
   under the wall time.
 * :class:`LoadAccount` measures the *other* work on the machine while one
-  grid is measured: busy time of every CPU (``/proc/stat``) minus the CPU of
-  the benchmark and everything it started, plus the CPU of the grids that
-  are meant to be frozen (so a grid that was not really stopped counts as
-  other work).
+  grid is measured: the CPU of every process that is not the benchmark or
+  below it, the time the hypervisor stole, and the CPU of the grids that are
+  meant to be frozen (so a grid that was not really stopped counts as other
+  work).
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from bench_proc import machine_busy_seconds, proc_table, tree_seconds
+from bench_proc import descendants, proc_table, steal_seconds, tree_seconds
 
 __all__ = ["CpuMeter", "Load", "LoadAccount", "Roots"]
 
@@ -91,34 +91,45 @@ class Load:
 class LoadAccount:
     """Other work on the machine from now until :meth:`stop`.
 
+    Other work is the CPU used meanwhile by every process that is not this one
+    or below it (``/proc/<pid>/stat``, with what each reaped: a process that
+    ended counts in its reaper's, an orphan's in PID 1's, less what it had used
+    before), plus the time
+    the hypervisor stole (``steal`` of ``/proc/stat``), plus whatever the
+    grids meant to be frozen used.  Counting the other processes rather than
+    taking ours from the machine's busy time keeps a quiet machine at exactly
+    zero: busy time is sampled at each timer tick, and over blocks of tens of
+    milliseconds its sampling error alone would be several % of a core.
+    (Interrupt time is left out: on a machine doing nothing else it is our
+    own loopback traffic.)
+
     :param frozen: the processes (trees) of the grids that should be frozen
         meanwhile; whatever CPU they use counts as other work.
+    :param measured: the processes (trees) of the grid being measured, ours even
+        if they were not below this process.
     """
 
-    def __init__(self, frozen: Sequence[int] = ()) -> None:
-        self.root = os.getpid()
+    def __init__(self, frozen: Sequence[int] = (), measured: Sequence[int] = ()) -> None:
+        self.roots = [os.getpid(), *measured]
         self.frozen = list(frozen)
-        table = proc_table()
-        ours = _rusage_seconds(resource.RUSAGE_SELF) + _rusage_seconds(resource.RUSAGE_CHILDREN)
-        self._start = (time.monotonic(), machine_busy_seconds(), ours + self._below(table),
-                       tree_seconds(self.frozen, table))
+        self._start = self._snapshot()
 
-    def _below(self, table: dict[int, Any]) -> float:
-        """CPU of the live processes below this one (nodes, CLIs, the guard)."""
-        return tree_seconds([self.root], table) - table[self.root].seconds
+    def _snapshot(self) -> tuple[float, float, dict[int, float], float]:
+        table = proc_table()
+        ours = descendants(self.roots, table) | descendants(self.frozen, table)
+        others = {pid: info.seconds for pid, info in table.items() if pid not in ours}
+        return (time.monotonic(), steal_seconds(), others, tree_seconds(self.frozen, table))
 
     def stop(self) -> Load:
-        """The stretch since the account was made.
-
-        This process's own CPU comes from ``getrusage`` read inside the stretch
-        whose busy time is counted, the two scans of ``/proc`` (several ms each)
-        outside it, so the benchmark's book-keeping is not taken for other work.
-        """
-        busy = machine_busy_seconds()
-        ours = _rusage_seconds(resource.RUSAGE_SELF) + _rusage_seconds(resource.RUSAGE_CHILDREN)
-        wall = time.monotonic()
-        table = proc_table()
-        ours += self._below(table)
-        wall0, busy0, ours0, frozen0 = self._start
-        frozen = tree_seconds(self.frozen, table) - frozen0
-        return Load(wall - wall0, max(0.0, (busy - busy0) - (ours - ours0) + frozen), frozen)
+        """The stretch since the account was made."""
+        wall, steal, others, frozen = self._snapshot()
+        wall0, steal0, others0, frozen0 = self._start
+        # A process that appeared meanwhile counts whole. One that ended was reaped: its
+        # reaper's cutime grew by its whole life, of which what it had used before is taken off.
+        processes = sum(max(0.0, seconds - others0.get(pid, 0.0))
+                        for pid, seconds in others.items())
+        processes = max(0.0, processes - sum(seconds for pid, seconds in others0.items()
+                                             if pid not in others))
+        frozen_used = max(0.0, frozen - frozen0)
+        return Load(wall - wall0, processes + max(0.0, steal - steal0) + frozen_used,
+                    frozen_used)

@@ -38,8 +38,9 @@ from bench_proc import descendants, proc_table  # noqa: E402
 
 __all__ = ["FreezeFailed", "Freezer"]
 
-#: Seconds for every process of a grid to show the stopped state after SIGSTOP.
-STOP_TIMEOUT = 10.0
+#: Seconds for every process of a grid to show the stopped state after SIGSTOP (a process in
+#: uninterruptible sleep, e.g. flushing a large upload's shares to disk, stops only after it).
+STOP_TIMEOUT = 60.0
 #: Rounds of looking for processes started (forked) while a grid was being stopped.
 RESCANS = 5
 

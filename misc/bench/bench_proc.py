@@ -26,7 +26,8 @@ from pathlib import Path
 
 __all__ = ["CpuAccount", "MemoryWatch", "ProcInfo", "cpu_seconds", "descendants",
            "machine_busy_seconds", "memory_mib", "node_pid", "proc_table", "reset_peak",
-           "rss_mib", "status_kib", "tree_seconds", "wait_for_quiet_machine", "wait_quiet"]
+           "rss_mib", "status_kib", "steal_seconds", "tree_seconds", "wait_for_quiet_machine",
+           "wait_quiet"]
 
 TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
 KIB_PER_MIB = 1024.0
@@ -233,6 +234,12 @@ def machine_busy_seconds() -> float:
     fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
     user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[:8])
     return (user + nice + system + irq + softirq + steal) / TICKS_PER_SECOND
+
+
+def steal_seconds() -> float:
+    """CPU-seconds the hypervisor gave to others since boot (``steal`` of ``/proc/stat``)."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    return int(fields[7]) / TICKS_PER_SECOND
 
 
 def _our_seconds(root: int) -> float:

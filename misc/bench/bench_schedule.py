@@ -95,21 +95,22 @@ class Sections:
         self._by_name: dict[str, Any] = {}
 
     def run(self, name: str, func: Callable[[], Any], *, load_key: str | None = None,
-            frozen: Sequence[int] = ()) -> Any:
+            frozen: Sequence[int] = (), measured: Sequence[int] = ()) -> Any:
         """Run ``func`` (logged); on an exception record it under ``name`` and return None."""
         log(f"[{self.system}] {name} ...")
-        _, value = self.attempt(name, func, load_key=load_key, frozen=frozen)
+        _, value = self.attempt(name, func, load_key=load_key, frozen=frozen, measured=measured)
         self.report(name)
         return value
 
     def attempt(self, name: str, func: Callable[[], Any], *, load_key: str | None = None,
-                frozen: Sequence[int] = ()) -> tuple[bool, Any]:
+                frozen: Sequence[int] = (), measured: Sequence[int] = ()) -> tuple[bool, Any]:
         """Run ``func`` silently, adding its time and other work to ``name`` (and ``load_key``).
 
         :param frozen: PIDs of grids meant to be frozen meanwhile (their CPU is other work).
+        :param measured: PIDs of the grid measured (its CPU is not other work).
         :returns: (whether it returned, what it returned or None).
         """
-        account = LoadAccount(frozen)
+        account = LoadAccount(frozen, measured)
         try:
             return True, func()
         except Exception as error:  # noqa: BLE001 (a benchmark keeps going; the error is kept)
@@ -214,20 +215,40 @@ class Schedule:
         """Whether two grids take turns."""
         return len(self.sides) > 1
 
-    def activate(self, side: Side) -> None:
-        """Freeze every other side's grid and thaw this one's (then let it catch up briefly)."""
+    def activate(self, side: Side, settle: bool = True) -> bool:
+        """Freeze every other side's grid and thaw this one's (then, with ``settle``, let it
+        catch up briefly: :meth:`settle`); whether it was thawed."""
         if not self.interleaved or self._active is side:
-            return
+            return False
         for other in self.sides:
             if other is not side and not self.freezer.frozen(other.name):
                 pids = other.pids()
                 if pids:
                     self.freezer.freeze(other.name, pids)
-        if self.freezer.frozen(side.name):
-            self.freezer.thaw(side.name)
-            # Timers that came due while frozen run now; give them a moment.
-            wait_quiet(side.pids(), window=0.1, timeout=self.plan.thaw_settle_s)
         self._active = side
+        if not self.freezer.frozen(side.name):
+            return False
+        self.freezer.thaw(side.name)
+        if settle:
+            self.settle(side)
+        return True
+
+    def settle(self, side: Side) -> None:
+        """Let a grid just thawed run the timers that came due while it was frozen (at most
+        ``Plan.thaw_settle_s``)."""
+        wait_quiet(side.pids(), window=0.1, timeout=self.plan.thaw_settle_s)
+
+    def _turn(self, side: Side, func: Callable[[], Any]) -> Callable[[], Any]:
+        """``side`` made the one running; ``func``, after the thawed grid settled, to be run
+        where the other work is counted (a longer stretch than the operations alone: the
+        ticks of /proc weigh less)."""
+        thawed = self.activate(side, settle=False)
+
+        def turn() -> Any:
+            if thawed:
+                self.settle(side)
+            return func()
+        return turn
 
     def release(self) -> None:
         """Thaw every grid (before grids are stopped, or the next ones started)."""
@@ -254,9 +275,9 @@ class Schedule:
         for side in self.sides_for(section):
             if not only(side):
                 continue
-            self.activate(side)
-            value = side.sections.run(label, lambda: func(side), load_key=load_key,
-                                      frozen=self.frozen_pids(side))
+            value = side.sections.run(label, self._turn(side, lambda: func(side)),
+                                      load_key=load_key, frozen=self.frozen_pids(side),
+                                      measured=side.pids())
             if store is not None:
                 side.results[store] = value
 
@@ -284,10 +305,9 @@ class Schedule:
         while live:
             for side in list(live):
                 count = min(block, total - done[side.name])
-                self.activate(side)
                 ok, _ = side.sections.attempt(
-                    label, lambda s=side, c=count: op(s, done[s.name], c), load_key=load_key,
-                    frozen=self.frozen_pids(side))
+                    label, self._turn(side, lambda s=side, c=count: op(s, done[s.name], c)),
+                    load_key=load_key, frozen=self.frozen_pids(side), measured=side.pids())
                 done[side.name] += count
                 if not ok or done[side.name] >= total:
                     live.remove(side)
