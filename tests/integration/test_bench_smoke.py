@@ -1,8 +1,10 @@
 """Smoke runs of the grid benchmark harness (``misc/bench/bench.py --smoke``), so it cannot rot.
 
-The harness runs end to end at tiny sizes (a 3-server grid, 1 kB and 10 kB
-files, one repetition) and must produce its JSON, PNG and Markdown without a
-failed section.  No timing is asserted: benchmarks are not tests.
+The harness runs end to end at tiny sizes (a 3-server grid, 1 kB, 10 kB and
+1 MB files, one repetition) and must produce its JSON, PNG and Markdown without
+a failed section, with CPU per operation for every process and memory per
+role; beside Tahoe's grid, in turns with it frozen.  No timing is asserted:
+benchmarks are not tests.
 """
 from __future__ import annotations
 
