@@ -7,11 +7,14 @@ body ``t=json&token=<token>``. The output is Tahoe's: the upload and download
 totals since the node started, a table of active operations (a bar for
 uploads and downloads), and a table of recent ones, where publish, retrieve
 and mapupdate operations are only counted unless ``-v`` is given. Exit
-status 2 when the data cannot be fetched. Standard library only.
+status 2 when the data cannot be fetched. A client with ``[grid_managers]``
+also gets, after Tahoe's output, each storage server's Grid Manager
+certificate state (from ``GET /?t=json``). Standard library only.
 """
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 from collections.abc import Callable, Mapping
@@ -118,6 +121,28 @@ def render_status(status: Mapping[str, Any], statistics: Mapping[str, Any],
     return "\n".join(lines) + "\n"
 
 
+def render_grid_manager(welcome: Mapping[str, Any]) -> str:
+    """With ``[grid_managers]`` configured, a section listing each storage server
+    and whether a Grid Manager certificate lets it store shares (until when);
+    nothing otherwise (the welcome JSON has no ``grid_manager_certified``)."""
+    servers = [s for s in welcome.get("servers", [])
+               if isinstance(s, dict) and s.get("grid_manager_certified") is not None]
+    if not servers:
+        return ""
+    lines = ["", "Storage servers and their Grid Manager certificates:"]
+    for server in sorted(servers, key=lambda s: (str(s.get("nickname")), str(s.get("nodeid")))):
+        name = f"{server.get('nickname') or '?'} ({str(server.get('nodeid'))[:11]})"
+        if server["grid_manager_certified"]:
+            until = server.get("grid_manager_certificate_expires")
+            when = (datetime.datetime.fromtimestamp(until, datetime.timezone.utc)
+                    .strftime("%Y-%m-%d %H:%M:%S UTC") if isinstance(until, (int, float))
+                    else "?")
+            lines.append(f"  {name}: certified until {when}")
+        else:
+            lines.append(f"  {name}: not certified, no shares are placed on it")
+    return "\n".join(lines) + "\n"
+
+
 def _fetch(gateway: Gateway, fragment: str, token: str) -> Any:
     body = urlencode({"t": "json", "token": token}).encode("utf-8")
     from .localio import Body
@@ -147,6 +172,12 @@ def _status(args: argparse.Namespace, stdout: TextIO, stderr: TextIO,
         stderr.write(f"failed to retrieve data: {e}\n")
         return EXIT_NO_DATA
     stdout.write(render_status(status, statistics, args.verbose))
+    try:
+        with gateway.request("GET", "?t=json") as response:
+            welcome = json.loads(response.read())
+    except (CLIError, ValueError):
+        welcome = {}
+    stdout.write(render_grid_manager(welcome))
     return 0
 
 

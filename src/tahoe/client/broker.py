@@ -4,10 +4,18 @@ Each server is known by its id (``v0-`` + base32 Ed25519 key); the broker
 keeps a reconnecting connection to it, HTTPS to a NURL or Foolscap to its
 ``anonymous-storage-FURL`` (§7.8), and the ``get_version`` answer
 (``reference/storage-protocol.md`` §2.2, §7.2, §7.7, §7.8, §8.1).
+
+With ``[grid_managers]`` keys configured, the broker also decides which
+servers may be given shares (:meth:`StorageBroker.may_store`,
+:meth:`StorageBroker.upload_candidates`): those whose announcement carries an
+unexpired certificate signed by a configured manager for their own key
+(``docs/formats/grid-manager.md``), as Tahoe 1.20's ``upload_permitted``.
+Reads, checks and servermap updates still use every server.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
 from typing import Any
 
 from foolscap.api import Tub
@@ -15,6 +23,9 @@ from twisted.internet.defer import Deferred
 from twisted.internet.interfaces import IReactorTime
 from twisted.python import log
 
+from ..crypto.ed25519 import VerifyingKey
+from ..grid_manager.certificate import ANNOUNCEMENT_KEY, Finding, certified_until, \
+    check_certificates
 from ..util import base32
 from ..web.json_shapes import ServerSummary
 from .https_connector import HTTPSConnector, usable_nurls
@@ -63,6 +74,12 @@ class StorageServerHandle:
         self._clock = clock
         self._reconnector: Any = None
         self._https: HTTPSConnector | None = None
+        #: what the broker made of the announced Grid Manager certificates
+        self.certificates: tuple[Finding, ...] = ()
+        #: the certificate's expiry while it certifies the server, None when it
+        #: does not, "" when no manager is configured (for the welcome page)
+        self.certified_until: datetime | None | str = ""
+        self._refusal_logged: str | None = None
 
     @property
     def transport(self) -> str:
@@ -125,9 +142,13 @@ class StorageServerHandle:
 
     def summary(self) -> ServerSummary:
         """The welcome page's view of this server."""
+        until = self.certified_until
         return ServerSummary(self.server_id.decode("ascii"), self.nickname,
                              self.connection_status(), self.available_space,
-                             self.application_version, self.last_received)
+                             self.application_version, self.last_received,
+                             certified=None if until == "" else until is not None,
+                             certificate_expires=until.timestamp()
+                             if isinstance(until, datetime) else None)
 
     def start(self, tub: Tub, on_change: Callable[[], None]) -> None:
         """Start (re)connecting; ``on_change`` runs on connect and disconnect."""
@@ -179,12 +200,16 @@ class StorageBroker:
     :param clock: the reactor's clock.
     :param prefer_https: use HTTPS with servers that announce NURLs (false:
         ``[client]force_foolscap``).
+    :param grid_managers: ``[grid_managers]``, name → manager key; when any is
+        given, only servers they certify get shares.
     """
 
-    def __init__(self, tub: Tub, clock: IReactorTime, prefer_https: bool = True) -> None:
+    def __init__(self, tub: Tub, clock: IReactorTime, prefer_https: bool = True,
+                 grid_managers: Mapping[str, VerifyingKey] | None = None) -> None:
         self._tub = tub
         self._clock = clock
         self._prefer_https = prefer_https
+        self.grid_managers = dict(grid_managers or {})
         self.servers: dict[bytes, StorageServerHandle] = {}
         self._static: set[bytes] = set()
         self._waiters: list[tuple[Callable[[], bool], Deferred]] = []
@@ -213,10 +238,12 @@ class StorageBroker:
                 # requests in flight on it are not cut off.
                 old.announcement = dict(announcement)
                 old.nickname = str(announcement.get("nickname", ""))
+                self._check_certificates(old)
                 return
             old.stop()
         handle = StorageServerHandle(server_id, announcement, lease_seed, permutation_seed,
                                      self._clock, self._prefer_https)
+        self._check_certificates(handle)
         self.servers[server_id] = handle
         if static:
             self._static.add(server_id)
@@ -235,6 +262,63 @@ class StorageBroker:
         order = permuted_ring(storage_index, {sid: s.permutation_seed
                                               for sid, s in servers.items()})
         return [servers[sid] for sid in order]
+
+    def upload_candidates(self, storage_index: bytes,
+                          accept: Callable[["StorageServerHandle"], bool] = lambda s: True
+                          ) -> list["StorageServerHandle"]:
+        """:meth:`ring` restricted to the servers that :meth:`may_store` allows:
+        where immutable uploads and mutable publishes place shares."""
+        return self.ring(storage_index, lambda s: accept(s) and self.may_store(s))
+
+    def may_store(self, server: "StorageServerHandle") -> bool:
+        """Whether ``server`` may be given shares now: always without
+        ``[grid_managers]``; otherwise only while one of its certificates
+        signed by a configured manager, for its key, has not expired. A refusal
+        is logged once per reason (no certificate, all expired)."""
+        if not self.grid_managers:
+            return True
+        now = datetime.fromtimestamp(self._clock.seconds(), timezone.utc)
+        until = certified_until(server.certificates, now)
+        server.certified_until = until
+        if until is not None:
+            server._refusal_logged = None
+            return True
+        signed = [f for f in server.certificates if f.status == "signed" and f.expires]
+        reason = "expired" if signed else "uncertified"
+        if server._refusal_logged != reason:
+            server._refusal_logged = reason
+            who = self._describe(server)
+            if signed:
+                last = max(f.expires for f in signed if f.expires)
+                log.msg(f"Grid Manager: certificate of storage server {who} expired at "
+                        f"{last.isoformat()}; no shares are placed on it")
+            else:
+                log.msg(f"Grid Manager: storage server {who} has no valid certificate from a"
+                        f" configured Grid Manager ({', '.join(sorted(self.grid_managers))});"
+                        " no shares are placed on it")
+        return False
+
+    @staticmethod
+    def _describe(server: "StorageServerHandle") -> str:
+        return f"{server.server_id.decode('ascii')} ({server.nickname!r})"
+
+    def _check_certificates(self, server: "StorageServerHandle") -> None:
+        """Check the certificates a (new) announcement carries; log each refused one."""
+        if not self.grid_managers:
+            return
+        server.certificates = check_certificates(
+            self.grid_managers, server.announcement.get(ANNOUNCEMENT_KEY),
+            "pub-" + server.server_id.decode("ascii"))
+        server._refusal_logged = None
+        for finding in server.certificates:
+            if finding.status == "signed":
+                continue
+            words = {"forged": "forged or signed by an unknown Grid Manager",
+                     "other-server": "signed for another server",
+                     "malformed": "malformed"}[finding.status]
+            log.msg(f"Grid Manager: certificate of storage server {self._describe(server)} "
+                    f"refused, {words}: {finding.detail}")
+        self.may_store(server)
 
     def when(self, predicate: Callable[[], bool]) -> Deferred:
         """A Deferred that fires once ``predicate()`` holds (checked on every change)."""
@@ -259,6 +343,8 @@ class StorageBroker:
 
     def summaries(self) -> list[ServerSummary]:
         """Every known server as the welcome page shows it."""
+        for server in self.servers.values():
+            self.may_store(server)  # its certificate's state now
         return [s.summary() for s in self.servers.values()]
 
     def stop(self) -> None:

@@ -439,7 +439,7 @@ class MutableFileNode:
             encoded = await deferToThread(encode_version, *args, **kwargs)
         else:
             encoded = encode_version(*args, **kwargs)
-        servers = {s.server_id.decode("ascii"): s for s in client.servers_for(self.storage_index)}
+        servers = {s.server_id.decode("ascii"): s for s in client.broker.upload_candidates(self.storage_index)}
         ring = list(servers)
         plan = plan_publish(encoded, smap, ring)
         calls, targets = [], []

@@ -297,7 +297,8 @@ class _Upload:
 
     def _candidates(self) -> list[StorageServerHandle]:
         size = self.encoder.share_length
-        return self.broker.ring(self.si, lambda s: (s.maximum_immutable_share_size or 0) >= size)
+        return self.broker.upload_candidates(
+            self.si, lambda s: (s.maximum_immutable_share_size or 0) >= size)
 
     async def run(self) -> tuple[CHKReadCap, dict[int, frozenset[str]], int]:
         params = self.params

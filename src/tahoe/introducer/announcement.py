@@ -98,7 +98,9 @@ def build_announcement(service_name: str, service_fields: Mapping[str, Any], *, 
 
 def storage_announcement(*, nickname: str, furl: str, permutation_seed_base32: str, seqnum: int,
                          nonce: bytes, nurls: Sequence[str] = (), my_version: str = APP_VERSION,
-                         oldest_supported: str = OLDEST_SUPPORTED) -> dict[str, Any]:
+                         oldest_supported: str = OLDEST_SUPPORTED,
+                         grid_manager_certificates: Sequence[Mapping[str, str]] | None = None,
+                         ) -> dict[str, Any]:
     """The ``storage`` announcement of a server.
 
     :param furl: the FURL of the ``RIStorageServer`` object.
@@ -107,6 +109,9 @@ def storage_announcement(*, nickname: str, furl: str, permutation_seed_base32: s
         ``[storage]force_foolscap``).
     :param permutation_seed_base32: from :func:`announced_permutation_seed`
         (or :func:`tubid_permutation_seed` for a server that had shares before).
+    :param grid_manager_certificates: with ``[storage] grid_management`` on, the
+        signed certificates (``docs/formats/grid-manager.md``), announced under
+        ``grid-manager-certificates`` (an empty list too, as 1.20); None leaves the key out.
     :raises BadFURL: if ``furl`` is not a FURL a Tahoe client would use.
     :raises ValueError: as :func:`build_announcement`.
     """
@@ -117,6 +122,8 @@ def storage_announcement(*, nickname: str, furl: str, permutation_seed_base32: s
     if nurls:
         fields["anonymous-storage-NURLs"] = list(nurls)
     fields["anonymous-storage-FURL"] = furl
+    if grid_manager_certificates is not None:
+        fields["grid-manager-certificates"] = [dict(c) for c in grid_manager_certificates]
     return build_announcement(STORAGE_SERVICE, fields, nickname=nickname, seqnum=seqnum,
                               nonce=nonce, my_version=my_version,
                               oldest_supported=oldest_supported)

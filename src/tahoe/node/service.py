@@ -192,8 +192,10 @@ class Node:
         self.storage_client_tub = create_outbound_tub(self.config.timeout_keepalive,
                                                       self.config.timeout_disconnect)
         self.storage_client_tub.startService()
+        from .grid_certificates import grid_manager_keys
         broker = StorageBroker(self.storage_client_tub, self.clock,
-                               prefer_https=not self.config.client.force_foolscap)
+                               prefer_https=not self.config.client.force_foolscap,
+                               grid_managers=grid_manager_keys(self.config.grid_managers))
         self.broker = broker
         assert self.nodedir.lease_secret is not None
         self.client = ClientServices(broker, self.nodedir.lease_secret,
@@ -332,11 +334,17 @@ class Node:
                                    self.basedir / "private" / "storage.furl")
         if self.port_switch is not None:
             self.nurls = self._serve_https(parse_furl(furl).swissnum)
+        certificates = None
+        if storage.grid_management:
+            from .grid_certificates import load_grid_manager_certificates
+            certificates = load_grid_manager_certificates(
+                str(self.basedir), self.config.grid_manager_certificates)
         ann = storage_announcement(nickname=self.nickname, furl=furl,
                                    permutation_seed_base32=seed,
                                    seqnum=next_announcement_seqnum(self.basedir),
                                    nonce=os.urandom(32), nurls=self.nurls,
-                                   my_version=APPLICATION_VERSION)
+                                   my_version=APPLICATION_VERSION,
+                                   grid_manager_certificates=certificates)
         return sign_announcement(ann, key)
 
     def _serve_https(self, swissnum: str) -> list[str]:

@@ -18,6 +18,11 @@ class ServerSummary:
     available_space: int | None
     version: str | None
     last_received_data: float | None
+    #: with ``[grid_managers]``: whether a valid certificate lets it store shares
+    #: (None: no Grid Manager is configured)
+    certified: bool | None = None
+    #: the valid certificate's expiry, seconds since the epoch
+    certificate_expires: float | None = None
 
 
 def welcome_json(introducer_statuses: Iterable[str], servers: Iterable[ServerSummary]) -> dict:
@@ -32,6 +37,8 @@ def welcome_json(introducer_statuses: Iterable[str], servers: Iterable[ServerSum
                 "nickname": s.nickname,
                 "version": s.version,
                 "last_received_data": s.last_received_data,
+                "grid_manager_certified": s.certified,
+                "grid_manager_certificate_expires": s.certificate_expires,
             }
             for s in sorted(servers, key=lambda s: s.nodeid)
         ],

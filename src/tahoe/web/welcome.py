@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 
 from ..client.history import Operation
-from .humanize import human_ago, human_duration, human_rate
+from .humanize import human_ago, human_duration, human_rate, human_time
 from .json_shapes import ServerSummary
 from .page import badge, esc, facts_table, notice, page, size_html, table
 from .svgchart import Segment, meter
@@ -122,7 +122,16 @@ def _natural(text: str) -> tuple[tuple[int, str], ...]:
                  for part in re.split(r"(\d+)", text.lower()) if part)
 
 
+def _certificate_cell(server: ServerSummary) -> str:
+    """The Grid Manager column: certified until when, or why it gets no shares."""
+    if server.certified:
+        return (f"{badge('ok', 'certified')} until"
+                f" {esc(human_time(server.certificate_expires))} UTC")
+    return f"{badge('bad', 'not certified')} <span class=\"muted\">no shares placed</span>"
+
+
 def _server_rows(servers: Sequence[ServerSummary], now: float | None) -> list[list[str]]:
+    managed = any(s.certified is not None for s in servers)
     rows = []
     def order(s: ServerSummary) -> tuple[object, ...]:
         return (not is_connected(s), _natural(s.nickname), s.nodeid)
@@ -132,7 +141,8 @@ def _server_rows(servers: Sequence[ServerSummary], now: float | None) -> list[li
         rows.append([f"{esc(s.nickname) or '<em>no nickname</em>'}<br>"
                      f'<code class="nodeid">{esc(s.nodeid)}</code>',
                      f"{state} <span class=\"muted\">{esc(s.connection_status)}</span>",
-                     esc(last), esc(s.version or "?"), size_html(s.available_space)])
+                     esc(last), esc(s.version or "?"), size_html(s.available_space),
+                     *([_certificate_cell(s)] if managed else [])])
     return rows
 
 
@@ -155,8 +165,10 @@ def welcome_page(identity: tuple[str, str], introducers: list[str],
     health = ('<section class="cards" aria-label="Grid health">'
               + _servers_card(servers, connected, happy) + _space_card(servers)
               + _introducer_card(introducers) + _recent_card(recent) + "</section>")
+    managed = any(s.certified is not None for s in servers)
     server_table = table(["Nickname / Node ID", "Connection", "Last received", "Version",
-                          "Available space"], _server_rows(servers, now),
+                          "Available space", *(["Grid Manager"] if managed else [])],
+                         _server_rows(servers, now),
                          empty="No storage server is known yet.")
     main = (f"{node}{health}{_FORMS}"
             f"<h2>Connected to {connected} of {len(servers)} known storage servers</h2>"
