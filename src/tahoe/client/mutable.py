@@ -19,6 +19,10 @@ The network shell around :mod:`tahoe.mutable` (``reference/mutable-dirnodes.md``
   ``slot_testv_and_readv_and_writev`` per server, all at once, each tested
   against the checkstring the servermap saw in that very share. A modify is
   therefore two round trips: the servermap read and the test-and-set write.
+* **update** at an offset of an MDMF file (:mod:`.mutable_update`): after the
+  servermap update, one read of the touched segments' blocks and hash tree
+  nodes, and one test-and-set write per server of only the changed pieces;
+  SDMF files and the cases the layout cannot take in place are published whole.
 * A lost race (:class:`UncoordinatedWriteError`) is retried on a fresh
   servermap by :meth:`MutableFileNode.modify` (:data:`RETRY_DELAYS`), which
   applies the change again; a blind overwrite reports it.
@@ -54,13 +58,14 @@ from ..mutable.keys import MutableKeys, decrypt_private_key_der, readkey_from_wr
 from ..mutable.layout import MAX_HEADER_SIZE, PROBE_SIZE, parse_header, private_key_range
 from ..mutable.reader import decode_shares
 from ..mutable.servermap import ServerMap
-from ..mutable.slot_writes import check_write_answer, plan_publish, read_vector
+from ..mutable.slot_writes import plan_publish, read_vector
+from ..mutable.update import UpdateNotInPlace, splice_bytes
 from ..mutable.version import VersionInfo
 from ..stats.registry import Statistics
 from .history import OperationHistory
-from .storage_api import ServerGone
 from .broker import StorageBroker, StorageServerHandle
 from .mapupdate import Probe, report_corrupt, survey
+from .mutable_update import judge_write_answers, update_in_place
 
 WriteCap = SSKWriteCap | MDMFWriteCap
 ReadCap = SSKReadCap | MDMFReadCap | SSKWriteCap | MDMFWriteCap
@@ -454,26 +459,7 @@ class MutableFileNode:
                 self.storage_index, secrets, tw, read_vector(self.format)))
             targets.append((server, set(tw)))
         answers = await DeferredList(calls, consumeErrors=True)
-        written: set[int] = set()
-        conflict: str | None = None
-        for (server, shnums), (ok, result) in zip(targets, answers):
-            if not ok:
-                if not result.check(ServerGone):
-                    log.msg(f"slot write to {server.nickname!r} failed: "
-                            f"{result.getErrorMessage()}")
-                continue
-            wrote, read_data = result
-            try:
-                check_write_answer(wrote, read_data, shnums, encoded.checkstring)
-            except UncoordinatedWriteError as error:
-                conflict = f"{server.nickname or server.server_id.decode()}: {error}"
-                continue
-            written |= shnums
-        if conflict is not None:
-            raise UncoordinatedWriteError(conflict)
-        if len(written) < needed:
-            raise UnrecoverableFile(f"only {len(written)} shares could be written, "
-                                    f"{needed} are needed")
+        judge_write_answers(targets, answers, encoded.checkstring, needed)
         self.needed, self.total = needed, total
         self.share_size = len(encoded.shares[0].data)
 
@@ -491,6 +477,69 @@ class MutableFileNode:
         finally:
             self.lock.release()
 
+    async def update(self, offset: int, data: bytes) -> None:
+        """Write ``data`` at ``offset`` (an offset at or past the end appends).
+
+        An MDMF file is updated in place (:mod:`.mutable_update`): only the segments
+        the write touches are read, re-encoded and written, with the hash tree nodes,
+        chain, signature and header that change. A lost test-and-set race is tried
+        again on a fresh servermap (:data:`RETRY_DELAYS`); rewriting the same bytes
+        at the same offset is harmless if the lost attempt won after all. An SDMF
+        file, or a case the share layout cannot take in place
+        (:class:`~tahoe.mutable.update.UpdateNotInPlace`), is read whole and
+        published whole through :meth:`modify`.
+
+        :raises UncoordinatedWriteError: when every attempt lost its race.
+        """
+        if not data:
+            return
+        where: int | None = None  # the offset, once fixed against the length first read
+        if self.format is MutableFormat.MDMF:
+            where = await self._update_in_place(offset, data)
+            if where is None:
+                return
+        start = offset if where is None else where
+        await self.modify(lambda old, first_time: splice_bytes(old, data, start))
+
+    async def _update_in_place(self, offset: int, data: bytes) -> int | None:
+        """Try :meth:`update` in place; None when done, else the offset to publish at."""
+        await self.lock.acquire()
+        try:
+            where: int | None = None
+            last: Exception | None = None
+            for attempt, delay in enumerate(RETRY_DELAYS):
+                if delay:
+                    await deferLater(self.client.clock, delay * random.random(), lambda: None)
+                smap, probe = await self._servermap(want_private_key=True)
+                best = smap.best_recoverable_version()
+                if best is None:
+                    return offset if where is None else where
+                if where is None:
+                    where = min(offset, best.data_length)
+                self.needed, self.total = best.needed, best.total
+                keys = await self._keys(smap, probe)
+                try:
+                    with self.client.history.record("publish", self.storage_index,
+                                                    len(data), self.client.clock):
+                        updated = await update_in_place(self, smap, probe, keys,
+                                                        min(where, best.data_length), data)
+                except UpdateNotInPlace as why:
+                    log.msg(f"update of {self.storage_index.hex()[:8]} at {where}: {why}; "
+                            f"publishing a whole version")
+                    return where
+                except UncoordinatedWriteError as error:
+                    last = error
+                    log.msg(f"update of {self.storage_index.hex()[:8]} lost a race (attempt "
+                            f"{attempt + 1} of {len(RETRY_DELAYS)}); retrying")
+                    continue
+                self._count("published", len(data))
+                self.share_size = updated.version.offsets[-1]
+                return None
+            assert last is not None
+            raise last
+        finally:
+            self.lock.release()
+
     async def modify(self, modifier: Callable[[bytes, bool], Awaitable[bytes | None] | bytes | None]
                      ) -> bytes:
         """Read, apply ``modifier(old, first_time)``, and publish; retry lost races.
@@ -499,10 +548,10 @@ class MutableFileNode:
         no change, which publishes nothing on the first attempt. A publish that
         loses a test-and-set race, or a read that loses every race it runs, is
         tried again after a back-off (:data:`RETRY_DELAYS`), on a fresh read and
-        with ``first_time`` False. A lost publish may still have won: its test-and-set
-        failed on some servers only, and its contents are now the best version. A
-        retry that reads exactly those contents returns them, without applying the
-        change a second time.
+        with ``first_time`` False. A change counts as made only once a publish
+        of it met no conflict. A lost publish may still have won on some servers, its
+        contents now the best version: a retry that reads exactly those contents
+        publishes them again, without applying the change a second time.
 
         :returns: the contents now in place.
         """
@@ -520,13 +569,19 @@ class MutableFileNode:
                     log.msg(f"modify of {self.storage_index.hex()[:8]}: read failed (attempt "
                             f"{attempt + 1} of {len(RETRY_DELAYS)}): {error}; retrying")
                     continue
-                if attempted is not None and old == attempted:
-                    return old
                 first_time = attempted is None
-                result = modifier(old, first_time)
-                new = await result if isinstance(result, (Deferred, Awaitable)) else result  # type: ignore[misc]
-                if new is None or (new == old and first_time):
-                    return old
+                if old == attempted:
+                    # The lost publish is the best version this read found: it won on
+                    # some servers. Only a publish without conflict may stand for the
+                    # change (a write read before it may still land, built on contents
+                    # without it), so the same contents go out again, the change not
+                    # applied twice.
+                    new = old
+                else:
+                    result = modifier(old, first_time)
+                    new = await result if isinstance(result, (Deferred, Awaitable)) else result  # type: ignore[misc]
+                    if new is None or (new == old and first_time):
+                        return old
                 # Published over the servermap the contents were read from: a write
                 # since then fails its test-and-set, and the change is applied again.
                 keys = await self._keys(smap, probe)
@@ -542,3 +597,4 @@ class MutableFileNode:
             raise last
         finally:
             self.lock.release()
+

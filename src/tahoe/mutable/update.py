@@ -40,7 +40,8 @@ from .keys import SALT_SIZE, MutableKeys, data_key
 from .version import Geometry, VersionInfo
 
 __all__ = ["UpdateNotInPlace", "UpdatePlan", "plan_update", "old_tree_root",
-           "decode_old_segment", "encode_update", "UpdatedVersion", "splice_segment"]
+           "decode_old_segment", "encode_update", "UpdatedVersion", "splice_segment",
+           "splice_bytes"]
 
 
 class UpdateNotInPlace(MutableFormatError):
@@ -286,6 +287,12 @@ def splice_segment(plan: UpdatePlan, segnum: int, old_plaintext: bytes, data: by
     if lo < hi:
         piece[lo - start:hi - start] = data[lo - plan.offset:hi - plan.offset]
     return bytes(piece)
+
+
+def splice_bytes(old: bytes, data: bytes, offset: int) -> bytes:
+    """``old`` with ``data`` written over it from ``offset`` (appended at or past the end):
+    what an update makes of the whole contents."""
+    return old[:offset] + data + old[offset + len(data):]
 
 
 @frozen

@@ -6,9 +6,10 @@ links": ``PUT /uri/$MUTABLE_WRITECAP`` with ``offset=``, ``POST …?t=upload``),
 write authority) and §3.10.
 
 Contents are read whole (a servermap update and a retrieve); a range is cut
-from them. An update at ``offset`` publishes a whole new version (the old
-contents with the new bytes written over them from ``offset``), which Tahoe
-readers accept as they accept any SDMF publish (``mutable-dirnodes.md`` §13).
+from them. An update at ``offset`` of an MDMF file rewrites only the segments
+it touches (:meth:`tahoe.client.mutable.MutableFileNode.update`,
+``docs/formats/mdmf-update.md``); an SDMF file gets a whole new version (the
+old contents with the new bytes written over them from ``offset``).
 """
 from __future__ import annotations
 
@@ -129,7 +130,7 @@ async def write_contents(gateway: Gateway, cap: MutableFileCap, data: bytes,
     if offset is None:
         await node.overwrite(data)
     else:
-        await node.modify(lambda old, first_time: spliced(old, data, offset))
+        await node.update(offset, data)
     return cap.to_string()
 
 
