@@ -118,3 +118,17 @@ def test_bad_grid_manager_key_stops_the_client(tmp_path: Path) -> None:
     assert result.returncode != 0
     assert "grid_managers" in result.stdout + result.stderr
     assert "not a Grid Manager public key" in result.stdout + result.stderr
+
+
+def test_missing_certificate_file_stops_the_server(tmp_path: Path) -> None:
+    """A ``[grid_manager_certificates]`` entry whose file is gone stops the start, named."""
+    tool = TahoeTool(our_tahoe(), tmp_path / "logs")
+    directory = create_storage_node(tool, tmp_path / "storage", shares=SHARES)
+    edit_tahoe_cfg(directory, {"storage": {"grid_management": "true"},
+                               "grid_manager_certificates": {"gm": "gm.cert"}})
+    result = subprocess.run([str(our_tahoe()), "run", "--allow-stdin-close", str(directory)],
+                            capture_output=True, text=True, timeout=60,
+                            stdin=subprocess.DEVNULL)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert "grid_manager_certificates" in output and "gm.cert' doesn't exist" in output
