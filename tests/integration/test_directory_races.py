@@ -149,6 +149,9 @@ def test_256_directories_made_in_parallel_through_two_gateways(
                 if a.status != 200] == []
         for api in gateways:
             children = api.children(parent)
+            missing = sorted(set(names) - set(children))
+            assert missing == [], (api.url, missing, [api.children(parent).keys() >= set(names)
+                                                      for api in gateways])
             assert sorted(children) == names
             assert {kind for kind, _ in children.values()} == {"dirnode"}
             run.checked(len(json.dumps(children)))
@@ -308,8 +311,9 @@ async def test_a_modify_whose_lost_publish_won_applies_its_change_once(
         small_grid: SmallGrid) -> None:
     """A rival publishes to two servers of five only (its own publish then fails), after
     our read. Our publish wins on the other three and loses on those two: an uncoordinated
-    write, yet our contents are the best version. The retry reads them back and returns,
-    without applying the change again. Before: the modifier ran twice (an append twice)."""
+    write, yet our contents are the best version. The retry reads them back and publishes
+    them again, without applying the change again. Before: the modifier ran twice (an
+    append twice)."""
     with fault_run(FAULT_CLASS) as run:
         cap = await small_grid.writer.create(lines(500, "base"))
         narrow = small_grid.narrow
@@ -336,6 +340,7 @@ async def test_a_modify_whose_lost_publish_won_applies_its_change_once(
         expected = lines(500, "base") + lines(10, "mine")
         assert await ours.modify(mine) == expected
         assert calls == [True]
+        assert ours.surveys == 2
         assert await small_grid.writer.open(cap).read() == expected
         run.checked(expected)
         assert small_grid.advisories() == []
