@@ -26,6 +26,52 @@ def run(*argv, stdin=None, cwd=None):
     return result.stdout.decode("utf-8")
 
 
+def _free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _announcement(tahoe, work, node):
+    """The storage announcement the certified node publishes, as its own client
+    caches it (``private/introducer_default_cache.yaml``), with its server id."""
+    import time
+    import yaml
+    introducer = os.path.join(work, "introducer")
+    port = _free_port()
+    run(tahoe, "create-introducer", f"--port=tcp:{port}:interface=127.0.0.1",
+        f"--location=tcp:127.0.0.1:{port}", introducer)
+    processes = [subprocess.Popen([tahoe, "run", "--allow-stdin-close", introducer],
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)]
+    try:
+        furl_path = os.path.join(introducer, "private", "introducer.furl")
+        deadline = time.monotonic() + 60
+        while not os.path.exists(furl_path) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        furl = open(furl_path).read().strip()
+        cfg_path = os.path.join(node, "tahoe.cfg")
+        cfg = open(cfg_path).read().replace("[client]\n", f"[client]\nintroducer.furl = {furl}\n", 1)
+        open(cfg_path, "w").write(cfg)
+        processes.append(subprocess.Popen([tahoe, "run", "--allow-stdin-close", node],
+                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL))
+        cache = os.path.join(node, "private", "introducer_default_cache.yaml")
+        while time.monotonic() < deadline:
+            if os.path.exists(cache):
+                entries = yaml.safe_load(open(cache)) or []
+                for entry in entries:
+                    if "grid-manager-certificates" in entry["ann"]:
+                        return {"key_s": entry["key_s"], "ann": entry["ann"]}
+            time.sleep(0.5)
+        raise RuntimeError("no announcement with certificates was cached")
+    finally:
+        for process in reversed(processes):
+            process.terminate()
+            process.wait(30)
+
+
 def main(out_dir):
     from allmydata import grid_manager as gm_module
     from allmydata.util import jsonbytes
@@ -64,11 +110,15 @@ def main(out_dir):
     # add-grid-manager-cert on a storage node directory.
     node = os.path.join(work, "node")
     run(tahoe, "create-node", "--hostname", "127.0.0.1", "--nickname", "n", node)
+    # the node is storage0: the certificate is for its own key
+    with open(os.path.join(node, "private", "node.privkey"), "w") as f:
+        f.write(servers["storage0"]["private"] + "\n")
     cert_path = os.path.join(config_dir, "storage0.cert.0")
     stderr = subprocess.run([tahoe, "-d", node, "admin", "add-grid-manager-cert", "--name", "gm0",
                              "--filename", cert_path], capture_output=True, check=True).stderr
     node_cert = open(os.path.join(node, "gm0.cert")).read()
     cfg = open(os.path.join(node, "tahoe.cfg")).read()
+    announcement = _announcement(tahoe, work, node)
 
     vectors = {
         "comment": "Captured from Tahoe-LAFS 1.20 by misc/interop/capture-grid-manager-vectors.py",
@@ -79,6 +129,7 @@ def main(out_dir):
         "list_stdout": list_stdout,
         "stdin_add_stdout": stdin_config,
         "fixed_certificates": fixed,
+        "announcement": announcement,
         "add_grid_manager_cert": {
             "name": "gm0", "stderr": stderr.decode(), "cert_file": node_cert,
             "tahoe_cfg_sections": [line for line in cfg.splitlines()

@@ -132,3 +132,25 @@ def test_certificate_body_checks() -> None:
 def test_announcement_key() -> None:
     """The announcement key is the one 1.20's storage servers use."""
     assert ANNOUNCEMENT_KEY == "grid-manager-certificates"
+
+
+def test_tahoe_announcement_carries_certificates_we_accept() -> None:
+    """1.20's storage announcement lists its certificate under grid-manager-certificates;
+    our check accepts it for the announcing server, and our announcement has the same
+    keys and the same value for it."""
+    from tahoe.introducer.announcement import storage_announcement
+    captured = V["announcement"]
+    ann = captured["ann"]
+    findings = check_certificates({"gm": MANAGER}, ann[ANNOUNCEMENT_KEY],
+                                  "pub-" + captured["key_s"])
+    assert [f.status for f in findings] == ["signed"]
+    assert ann[ANNOUNCEMENT_KEY] == [json.loads(CERT_TEXT)]
+    ours = storage_announcement(nickname=ann["nickname"], furl=ann["anonymous-storage-FURL"],
+                                permutation_seed_base32=ann["permutation-seed-base32"],
+                                seqnum=1, nonce=b"n" * 32, nurls=ann["anonymous-storage-NURLs"],
+                                grid_manager_certificates=[json.loads(CERT_TEXT)])
+    assert sorted(ours) == sorted(ann)
+    assert ours[ANNOUNCEMENT_KEY] == ann[ANNOUNCEMENT_KEY]
+    without = storage_announcement(nickname="n", furl=ann["anonymous-storage-FURL"],
+                                   permutation_seed_base32="aaaa", seqnum=1, nonce=b"n" * 32)
+    assert ANNOUNCEMENT_KEY not in without
