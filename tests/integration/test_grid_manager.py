@@ -61,14 +61,16 @@ def test_only_certified_servers_get_shares(tmp_path: Path) -> None:
         install_certificate(tool, storage[2], "gm", good)
         in_parallel([functools.partial(start_node, tool, d, processes) for d in storage])
 
-        clients: list[Gateway] = []
+        directories = []
         for name, foolscap in (("client-https", False), ("client-foolscap", True)):
             directory = tmp_path / name
             tool.create_client(directory, introducer_furl=furl, shares=SHARES, nickname=name)
             configure_grid_managers(directory, {"gm": identity})
             if foolscap:
                 edit_tahoe_cfg(directory, {"client": {"force_foolscap": "true"}})
-            clients.append(start_node(tool, directory, processes))
+            directories.append(directory)
+        clients: list[Gateway] = in_parallel([functools.partial(start_node, tool, d, processes)
+                                              for d in directories])
         ids = {d.name: "v0-" + node_pubkey(d).removeprefix("pub-v0-") for d in storage}
         for client in clients:
             client.wait_for_servers(3)

@@ -76,9 +76,10 @@ class StorageServerHandle:
         self._https: HTTPSConnector | None = None
         #: what the broker made of the announced Grid Manager certificates
         self.certificates: tuple[Finding, ...] = ()
-        #: the certificate's expiry while it certifies the server, None when it
-        #: does not, "" when no manager is configured (for the welcome page)
-        self.certified_until: datetime | None | str = ""
+        #: whether the client has [grid_managers], and the expiry of the
+        #: certificate that lets this server store shares (None: none does)
+        self.managed = False
+        self.certified_until: datetime | None = None
         self._refusal_logged: str | None = None
 
     @property
@@ -146,9 +147,8 @@ class StorageServerHandle:
         return ServerSummary(self.server_id.decode("ascii"), self.nickname,
                              self.connection_status(), self.available_space,
                              self.application_version, self.last_received,
-                             certified=None if until == "" else until is not None,
-                             certificate_expires=until.timestamp()
-                             if isinstance(until, datetime) else None)
+                             certified=(until is not None) if self.managed else None,
+                             certificate_expires=until.timestamp() if until else None)
 
     def start(self, tub: Tub, on_change: Callable[[], None]) -> None:
         """Start (re)connecting; ``on_change`` runs on connect and disconnect."""
@@ -306,6 +306,7 @@ class StorageBroker:
         """Check the certificates a (new) announcement carries; log each refused one."""
         if not self.grid_managers:
             return
+        server.managed = True
         server.certificates = check_certificates(
             self.grid_managers, server.announcement.get(ANNOUNCEMENT_KEY),
             "pub-" + server.server_id.decode("ascii"))
