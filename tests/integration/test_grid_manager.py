@@ -12,8 +12,6 @@ import urllib.request
 from datetime import datetime, timezone
 from pathlib import Path
 
-import pytest
-
 from tahoe.crypto.ed25519 import SigningKey, parse_public_key
 from tahoe.grid_manager.certificate import format_certificate_file, sign_certificate
 from tahoe.grid_manager.config import parse_config

@@ -16,7 +16,7 @@ from pathlib import Path
 from tahoe.crypto.ed25519 import SigningKey
 from tests.support.nodes import TahoeTool, edit_tahoe_cfg
 
-__all__ = ["GridManagerTool", "install_certificate", "node_pubkey", "share_files",
+__all__ = ["GridManagerTool", "certificate_expiry", "install_certificate", "node_pubkey", "share_files",
            "configure_grid_managers", "log_text"]
 
 CLI_TIMEOUT = 60.0

@@ -24,8 +24,7 @@ from ..crypto.ed25519 import BadKeyString, SigningKey, parse_public_key
 from ..grid_manager.certificate import (BadCertificate, expiry_after, format_certificate_file,
                                         parse_certificate_body, parse_certificate_file,
                                         sign_certificate)
-from ..grid_manager.config import (GridManagerConfig, check_server_name, format_config,
-                                   parse_config)
+from ..grid_manager.config import GridManagerConfig, format_config, parse_config
 from ..grid_manager.errors import BadGridManagerConfig
 from .errors import CLIError
 from .gateway import ArgumentParser, HelpShown
