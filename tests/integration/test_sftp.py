@@ -19,7 +19,8 @@ import pytest
 from tests.integration.conftest import DEFAULT_SHARES
 from tests.support.dirapi import WebAPI
 from tests.support.proxied_grid import ProxiedGrid
-from tests.support.sftp import CLIENT_TIMEOUT, SFTPNode, sftp, ssh_options, started_sftp_node
+from tests.support.sftp import (CLIENT_TIMEOUT, FX_OK, RawSFTP, SFTPNode, sftp, ssh_options,
+                                started_sftp_node)
 
 
 @pytest.fixture(scope="module")
@@ -189,3 +190,56 @@ def test_sshfs_mount(sftp_node: SFTPNode) -> None:
     finally:
         subprocess.run(["fusermount", "-u", str(mount)], capture_output=True, timeout=60)
     assert WebAPI(sftp_node.gateway.url).children(sftp_node.root) == {}
+
+
+#: SFTP OPEN flags (draft-ietf-secsh-filexfer-02 §6.3).
+FXF_READ, FXF_WRITE, FXF_APPEND = 0x01, 0x02, 0x04
+#: The MDMF file of the in-place update tests.
+SIZE = 3_000_000
+
+
+def sent_to_servers(grid: ProxiedGrid) -> int:
+    """Bytes the clients have sent to the storage servers so far."""
+    return sum(c.c2s_forwarded for proxy in grid.proxies for c in proxy.connections())
+
+
+def test_sftp_writes_update_mdmf_in_place(local_grid: ProxiedGrid, sftp_node: SFTPNode) -> None:
+    """A 100-byte write in the middle of a 3 MB MDMF file, and then an append, each send
+    well under what a whole publish sends (10 MB), and the file reads back right."""
+    api = WebAPI(sftp_node.gateway.url)
+    data = os.urandom(SIZE)
+    api.ok("PUT", f"/uri/{sftp_node.root}/big.bin?format=MDMF", data)
+    patch, extra = os.urandom(100), os.urandom(5000)
+    with RawSFTP(sftp_node) as client:
+        local_grid.wait_idle(0.2)
+        before = sent_to_servers(local_grid)
+        handle = client.open(b"big.bin", FXF_WRITE)
+        assert client.write(handle, 1_500_000, patch) == FX_OK
+        assert client.close(handle) == FX_OK
+        local_grid.wait_idle(0.2)
+        middle = sent_to_servers(local_grid) - before
+        handle = client.open(b"big.bin", FXF_WRITE | FXF_APPEND)
+        assert client.write(handle, 0, extra) == FX_OK  # the offset is ignored: appended
+        assert client.close(handle) == FX_OK
+        local_grid.wait_idle(0.2)
+        both = sent_to_servers(local_grid) - before
+    print(f"SFTP 100-byte write into 3 MB MDMF: {middle} bytes sent; with the append {both}")
+    assert middle < 700_000
+    assert both < 1_400_000
+    expected = data[:1_500_000] + patch + data[1_500_100:] + extra
+    assert api.read(sftp_node.root, "big.bin") == expected
+
+
+def test_sftp_read_write_and_past_the_end(sftp_node: SFTPNode) -> None:
+    """Writes into a file opened to read and write land where they were written; a write
+    past the end leaves zeros between, as a file system does."""
+    api = WebAPI(sftp_node.gateway.url)
+    data = os.urandom(300_000)
+    api.ok("PUT", f"/uri/{sftp_node.root}/rw.bin?format=MDMF", data)
+    with RawSFTP(sftp_node) as client:
+        handle = client.open(b"rw.bin", FXF_READ | FXF_WRITE)
+        assert client.write(handle, 10, b"abc") == FX_OK
+        assert client.write(handle, 300_010, b"tail") == FX_OK
+        assert client.close(handle) == FX_OK
+    expected = data[:10] + b"abc" + data[13:] + bytes(10) + b"tail"
+    assert api.read(sftp_node.root, "rw.bin") == expected

@@ -221,8 +221,12 @@ class RawSFTP:
 
     def open_for_writing(self, path: bytes) -> bytes:
         """OPEN to write a new file (created or truncated); its handle."""
-        request_id = self._request(_OPEN, self.string(path)
-                                   + struct.pack("!LL", _WRITE_CREATE_TRUNCATE, 0))
+        return self.open(path, _WRITE_CREATE_TRUNCATE)
+
+    def open(self, path: bytes, flags: int) -> bytes:
+        """OPEN with SFTP ``flags`` (READ 0x01, WRITE 0x02, APPEND 0x04, CREAT 0x08,
+        TRUNC 0x10); its handle."""
+        request_id = self._request(_OPEN, self.string(path) + struct.pack("!LL", flags, 0))
         kind, body = self._answers([request_id])[request_id]
         assert kind == _HANDLE, (kind, body)
         (length,) = struct.unpack("!L", body[:4])

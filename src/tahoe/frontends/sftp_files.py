@@ -10,7 +10,11 @@
   contents unless it is truncated; on close the spool is handed to the
   ``commit`` callback, which uploads it and links it, and the close is
   answered only then: a client whose ``put`` succeeded knows its file is on
-  the grid.
+  the grid. The byte ranges written are kept (:attr:`WriteHandle.written`).
+  An existing MDMF file's old contents are fetched only when something needs
+  them (a read, a truncation, a whole publish: :meth:`WriteHandle.whole`), so
+  a write into it, updated in place on close, reads no more of it than the
+  update does.
 
 Requests on one handle are answered in the order they arrive.
 """
@@ -24,7 +28,8 @@ from twisted.conch.interfaces import ISFTPFile
 from twisted.internet.defer import Deferred, DeferredLock
 from zope.interface import implementer
 
-__all__ = ["SPOOL_MEMORY", "Listing", "PendingReader", "ReadHandle", "WriteHandle", "new_spool"]
+__all__ = ["SPOOL_MEMORY", "Listing", "OldContents", "PendingReader", "ReadHandle", "WriteHandle",
+           "merge_range", "new_spool"]
 
 #: Bytes of a file being written that stay in memory; beyond, a temporary file.
 SPOOL_MEMORY = 1024 * 1024
@@ -119,8 +124,14 @@ class WriteHandle:
 
     def __init__(self, spool: BinaryIO, append: bool,
                  commit: Callable[[BinaryIO, int], Awaitable[None]],
-                 attrs: dict[str, Any]) -> None:
+                 attrs: dict[str, Any], old: "OldContents | None" = None) -> None:
         self._spool = spool
+        #: Contents the spool does not hold yet (fetched by :meth:`whole`).
+        self._old = old
+        #: Byte ranges written, (start, end), sorted, overlapping ones merged.
+        self.written: list[tuple[int, int]] = []
+        #: The file was made shorter than its old contents.
+        self.truncated = False
         self._append = append
         self._commit = commit
         self._attrs = attrs
@@ -136,14 +147,24 @@ class WriteHandle:
         self.abandoned = False
         self._when_closed: list[Deferred] = []
         spool.seek(0, 2)
-        self.size = spool.tell()
+        self.size = spool.tell() if old is None else old.size
+        #: The length of the contents the file was opened with.
+        self.old_size = self.size
+
+    @property
+    def spool(self) -> BinaryIO:
+        """The spool as it is: the ranges written (and the old contents once fetched)."""
+        return self._spool
 
     def writeChunk(self, offset: int, data: bytes) -> Deferred:  # noqa: N802 (Conch)
         """Write ``data`` at ``offset`` (at the end in append mode)."""
         async def write() -> None:
-            self._spool.seek(self.size if self._append else offset)
+            start = self.size if self._append else offset
+            self._spool.seek(start)
             self._spool.write(data)
             self.size = max(self.size, self._spool.tell())
+            if data:
+                self.written = merge_range(self.written, start, start + len(data))
         return _in_order(self._lock, write)
 
     def readChunk(self, offset: int, length: int) -> Deferred:  # noqa: N802 (Conch)
@@ -151,9 +172,29 @@ class WriteHandle:
         async def read() -> bytes:
             if offset >= self.size:
                 raise EOFError()
+            await self.whole()
             self._spool.seek(offset)
             return self._spool.read(length)  # type: ignore[no-any-return]
         return _in_order(self._lock, read)
+
+    async def whole(self) -> BinaryIO:
+        """The spool with the whole contents: the old ones fetched first if they are not
+        there yet, the ranges written laid over them."""
+        if self._old is not None:
+            old, self._old = self._old, None
+            contents = await old.fetch()
+            merged = new_spool()
+            merged.write(contents[:self.size])
+            for start, end in self.written:
+                self._spool.seek(start)
+                merged.seek(start)
+                merged.write(self._spool.read(end - start))
+            merged.seek(0, 2)
+            if merged.tell() < self.size:
+                merged.write(bytes(self.size - merged.tell()))
+            self._spool.close()
+            self._spool = merged
+        return self._spool
 
     def getAttrs(self) -> dict[str, Any]:  # noqa: N802 (Conch)
         """The file's attributes, with its size so far."""
@@ -164,6 +205,8 @@ class WriteHandle:
         if "size" in attrs and attrs["size"] is not None and attrs["size"] < self.size:
             self._spool.truncate(attrs["size"])
             self.size = attrs["size"]
+            self.truncated = True
+            self.written = [(a, min(b, self.size)) for a, b in self.written if a < self.size]
 
     def abandon(self) -> None:
         """The connection is gone with the file still open: whatever was written is
@@ -210,6 +253,30 @@ class WriteHandle:
             d: Deferred = Deferred()
             self._when_closed.append(d)
             await d
+
+
+class OldContents:
+    """An existing file's contents, not yet fetched.
+
+    :param size: its length.
+    :param fetch: gets them (all ``size`` bytes).
+    """
+
+    def __init__(self, size: int, fetch: Callable[[], Awaitable[bytes]]) -> None:
+        self.size = size
+        self.fetch = fetch
+
+
+def merge_range(ranges: list[tuple[int, int]], start: int, end: int) -> list[tuple[int, int]]:
+    """``ranges`` (sorted, disjoint, not touching) with [start, end) added, merged."""
+    merged: list[tuple[int, int]] = []
+    for a, b in ranges:
+        if b < start or a > end:
+            merged.append((a, b))
+        else:
+            start, end = min(a, start), max(b, end)
+    merged.append((start, end))
+    return sorted(merged)
 
 
 @implementer(ISFTPFile)

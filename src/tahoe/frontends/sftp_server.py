@@ -12,7 +12,9 @@ downloads), not through the web gateway:
 * ``get``: see :class:`.sftp_files.ReadHandle`;
 * ``put``: a new or replaced file is uploaded as an immutable file and linked
   when the client closes it; an existing mutable file is overwritten in place
-  (:class:`.sftp_files.WriteHandle`);
+  (:class:`.sftp_files.WriteHandle`): an MDMF one, unless truncated, gets only the
+  byte ranges written, each an in-place update of the segments it touches, and its
+  old contents are not fetched unless the client reads them;
 * ``mkdir`` makes a mutable directory; ``rm`` unlinks a file; ``rmdir``
   unlinks an empty directory; ``rename`` moves a link, within a directory or
   across, and refuses to replace an existing name (SFTP version 3).
@@ -50,7 +52,7 @@ from ..dirnode.children import ChildNode, child_from_caps
 from ..dirnode.errors import (ExistingChildError, NoSuchChildError, NotWriteableError)
 from ..dirnode.ops import add_child, delete_child, get_child
 from ..dirnode.packing import Entry, normalize_name
-from .sftp_files import Listing, PendingReader, ReadHandle, WriteHandle, new_spool
+from .sftp_files import Listing, OldContents, PendingReader, ReadHandle, WriteHandle, new_spool
 from .sftp_paths import BadPath, OutsideRoot, join_path, permissions, split_path
 from .sftp_session import FileTransferServer, SFTPOnlySession
 
@@ -298,20 +300,27 @@ class SFTPUser(ConchUser):
         if entry is not None and flags & FXF_CREAT and flags & FXF_EXCL:
             raise ExistingChildError(name)
         spool = new_spool()
+        old: OldContents | None = None
         if entry is not None and not flags & FXF_TRUNC:
-            async for chunk in self._chunks(entry.child, 0, -1):
-                spool.write(chunk)
+            if isinstance(entry.child.cap, MDMFWriteCap):
+                # Written in place on close: the old contents only if something needs them.
+                node = self.services.mutable.open(entry.child.cap)
+                old = OldContents(await node.size(), node.read)
+            else:
+                async for chunk in self._chunks(entry.child, 0, -1):
+                    spool.write(chunk)
         now = int(self.clock.seconds())
         attrs = {"permissions": permissions(False, True), "uid": 0, "gid": 0, "mtime": now,
                  "atime": now}
 
         async def commit(data: BinaryIO, size: int) -> None:
             try:
-                await self._store(parent, name, data, size)
+                if old is None or not await self._update_in_place(parent, name, handle):
+                    await self._store(parent, name, await handle.whole(), size)
             finally:
                 if self.pending.get(key) is handle:
                     del self.pending[key]
-        handle = WriteHandle(spool, bool(flags & FXF_APPEND), commit, attrs)
+        handle = WriteHandle(spool, bool(flags & FXF_APPEND), commit, attrs, old)
         self.pending[key] = handle
         return handle
 
@@ -335,6 +344,26 @@ class SFTPUser(ConchUser):
         child = entry.child
         return ReadHandle(attrs["size"], lambda offset, length: self._chunks(child, offset,
                                                                               length), attrs)
+
+    async def _update_in_place(self, parent: DirectoryNode, name: str,
+                               handle: WriteHandle) -> bool:
+        """Write the ranges a handle wrote into the MDMF file still linked under ``name``,
+        each updated in place; False (nothing done) when the file was truncated or the name
+        now links another file, for a whole store instead."""
+        existing = (await parent.list()).get(name)
+        if handle.truncated or existing is None \
+                or not isinstance(existing.child.cap, MDMFWriteCap):
+            return False
+        node = self.services.mutable.open(existing.child.cap)
+        data = handle.spool
+        length = handle.old_size
+        for start, end in handle.written:
+            # A write past the end leaves zeros before it (in the spool too).
+            start = min(start, length)
+            data.seek(start)
+            await node.update(start, data.read(end - start))
+            length = max(length, end)
+        return True
 
     async def _store(self, parent: DirectoryNode, name: str, data: BinaryIO, size: int) -> None:
         """Put a closed file's contents on the grid under ``name``."""
