@@ -3,8 +3,10 @@ result equals a whole re-encode of the new contents with the same salts and keys
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from tahoe.mutable.encoder import encode_mdmf, encode_sdmf
+from tahoe.mutable.encoder import EncodedVersion, encode_mdmf, encode_sdmf
 from tahoe.mutable.errors import CorruptShare
 from tahoe.mutable.hashes import parse_chain
 from tahoe.mutable.mdmf import SALT_SIZE, parse_header, parse_share
@@ -195,3 +197,23 @@ def test_parsed_share_salts_unchanged_outside_the_update() -> None:
             assert after.segments[n][0] == salt(2, 2)
         else:
             assert after.segments[n] == before.segments[n]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(length=st.integers(1, 9 * SEGMENT), where=st.floats(0, 1),
+       size=st.integers(1, 3 * SEGMENT))
+def test_any_update_equals_whole_reencode(length: int, where: float, size: int) -> None:
+    """Any write at any offset up to the end equals a whole re-encode with the same salts."""
+    offset = int(where * length)
+    data = plaintext(size, seed=99)
+    shares = [s.data for s in OLD_VERSIONS.setdefault(length, old_version(length)).shares]
+    plan, _, new_shares, _ = update_in_memory(shares, offset, data)
+    new, full = expected(length, offset, data, plan)
+    assert new_shares == [s.data for s in full.shares]
+    decoded = decode_shares(FIXED_KEYS.readkey, FIXED_KEYS.fingerprint,
+                            {n: new_shares[n] for n in (0, 5, 8)})
+    assert decoded.plaintext == new
+
+
+#: Old versions by length, encoded once.
+OLD_VERSIONS: dict[int, EncodedVersion] = {}
