@@ -139,3 +139,26 @@ def test_racing_writers_lose_nothing(local_grid: ProxiedGrid, second_gateway: st
             assert final[offset:offset + len(patch)] == patch, (offset, result)
     print("racing writers:", [result for _, _, result in outcomes])
     assert any(result == "ok" for _, _, result in outcomes)
+
+
+def test_a_missing_share_means_a_whole_publish(local_grid: ProxiedGrid) -> None:
+    """With one server unreachable, its share's new hash tree root cannot be computed in
+    place: the update publishes a whole version instead (about the whole file times N/k
+    sent, the missing share placed elsewhere), which reads back right."""
+    size = 600_000
+    data = os.urandom(size)
+    cap = create_mdmf(local_grid.client.url, data)
+    patch = os.urandom(100)
+    dead = local_grid.proxies[0]
+    dead.kill()
+    try:
+        local_grid.wait_idle(0.2)
+        before = sent_to_servers(local_grid)
+        put_at(local_grid.client.url, cap, 300_000, patch)
+        sent = sent_to_servers(local_grid) - before
+    finally:
+        dead.revive()
+    local_grid.client.wait_for_servers(len(local_grid.servers))
+    assert sent > size * 10 / 3 * 0.8
+    expected = data[:300_000] + patch + data[300_100:]
+    assert webapi.download(local_grid.client.url, cap) == expected
