@@ -35,7 +35,7 @@ def put_at(gateway: Gateway, cap: str, offset: int, data: bytes) -> None:
     webapi._request("PUT", url, data=data, timeout=300)
 
 
-def seqnum_and_size(gateway: Gateway, cap: str) -> int:
+def size_of(gateway: Gateway, cap: str) -> int:
     """The file's size as ``t=json`` reports it."""
     url = urllib.parse.urljoin(gateway.url, f"/uri/{urllib.parse.quote(cap, safe='')}?t=json")
     return int(webapi.get_json(url)[1]["size"])
@@ -89,7 +89,7 @@ def test_our_update_in_place_reads_back_through_tahoe(tahoe_grid: Grid,
     assert webapi.download(theirs.url, cap, timeout=300) == expected
     put_at(ours, cap, len(expected), extra)
     expected += extra
-    assert seqnum_and_size(theirs, cap) == len(expected)
+    assert size_of(theirs, cap) == len(expected)
     assert webapi.download(theirs.url, cap, timeout=300) == expected
     assert webapi.download(ours.url, cap, timeout=300) == expected
 
