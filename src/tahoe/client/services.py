@@ -47,6 +47,10 @@ class ClientServices:
         self.convergence = convergence
         self.lease_secrets = ClientLeaseSecrets.from_lease_secret(lease_secret)
         self._keys_expected = False
+        #: The upload helper (see :meth:`use_helper`), and how often it could not be reached.
+        self.helper_tub: Any = None
+        self.helper_furl: str | None = None
+        self.helper_fallbacks = 0
 
     @cached_property
     def uploader(self) -> Uploader:
@@ -119,7 +123,37 @@ class ClientServices:
             op.storage_index = result.storage_index
         return result
 
+    def use_helper(self, tub: Any, furl: str) -> None:
+        """Send CHK uploads through the upload helper at ``furl`` (``[client] helper.furl``),
+        reached from ``tub``; uploads go directly to the servers when it is unreachable."""
+        self.helper_tub, self.helper_furl = tub, furl
+
+    async def _upload_through_helper(self, source: Uploadable) -> UploadResult | None:
+        """The upload through the helper, or None when there is none or it is unreachable."""
+        from ..immutable.params import LIT_SIZE_THRESHOLD
+        if self.helper_furl is None or source.size <= LIT_SIZE_THRESHOLD:
+            return None
+        from foolscap.api import DeadReferenceError
+        from twisted.python import log
+
+        from ..helper.assisted import HelperUnreachable, connect, upload_through_helper
+        try:
+            helper = await connect(self.helper_tub, self.helper_furl, self.clock)
+            return await upload_through_helper(helper, source, self.convergence, self.params)
+        except (HelperUnreachable, DeadReferenceError) as error:
+            log.msg(f"upload helper unreachable, uploading directly: {error}")
+            self.helper_fallbacks += 1
+            return None
+
     async def _upload(self, source: Uploadable, progress: Any) -> UploadResult:
+        assisted = await self._upload_through_helper(source)
+        if assisted is not None:
+            if self.stats is not None:
+                self.stats.count("uploader.files_uploaded")
+                self.stats.count("uploader.bytes_uploaded", source.size)
+            progress("hash", 1.0)
+            progress("push", 1.0)
+            return assisted
         if self.stats is None:
             return await self.uploader.upload(source, progress=progress)
         # statistics (reference/frontends.md §5): counted at the start, LIT included;

@@ -52,11 +52,12 @@ from twisted.internet.threads import deferToThread
 from twisted.python import log
 from twisted.python.failure import Failure
 
-from ..caps.immutable import CHKReadCap, LiteralCap
+from ..caps.immutable import CHKReadCap, CHKVerifyCap, LiteralCap
 from ..crypto.lease_secrets import ClientLeaseSecrets
-from ..immutable.encoder import EncodedSegment, ImmutableEncoder
+from ..immutable.encoder import EncodedSegment, EncodedTrailer, ImmutableEncoder
 from ..immutable.keys import ConvergentKeyHasher
 from ..immutable.params import LIT_SIZE_THRESHOLD, EncodingParameters, SegmentGeometry
+from ..immutable.ueb import URIExtension
 from .broker import StorageBroker, StorageServerHandle
 from .errors import UploadUnhappinessError
 from .placement import place_shares, servers_of_happiness
@@ -97,6 +98,19 @@ class UploadResult:
     storage_index: bytes | None
     sharemap: dict[int, frozenset[str]]
     happiness: int
+    timings: dict[str, float]
+
+
+@frozen
+class CiphertextUploadResult:
+    """What an upload from ciphertext did: the verify cap, the UEB, where the shares are."""
+
+    verify_cap: CHKVerifyCap
+    ueb: URIExtension
+    sharemap: dict[int, frozenset[str]]
+    happiness: int
+    pushed_shares: int
+    preexisting_shares: int
     timings: dict[str, float]
 
 
@@ -246,7 +260,26 @@ class Uploader:
             encoder = ImmutableEncoder(key, source.size, params)
         timings = {"hash": hashed - started, "push": time.monotonic() - hashed,
                    "total": time.monotonic() - started}
+        assert result[0] is not None
         return UploadResult(result[0], encoder.storage_index, result[1], result[2], timings)
+
+    async def upload_ciphertext(self, source: Uploadable, storage_index: bytes,
+                                params: EncodingParameters) -> "CiphertextUploadResult":
+        """Encode and place a file given as ciphertext (an upload helper's job: it has no
+        key, only the client's storage index and encoding parameters).
+
+        :raises UploadUnhappinessError: if too few servers took shares.
+        """
+        started = time.monotonic()
+        encoder = ImmutableEncoder(None, source.size, params, storage_index=storage_index)
+        upload = _Upload(self, encoder, source, params, self._clock)
+        _, sharemap, happiness = await upload.run()
+        assert upload.trailer is not None
+        pushed = sum(len(push.closed) for push in upload.pushes.values() if not push.failed)
+        already = sum(len(push.already) for push in upload.pushes.values() if not push.failed)
+        return CiphertextUploadResult(upload.trailer.verify_cap, upload.trailer.ueb, sharemap,
+                                      happiness, pushed, already,
+                                      {"total": time.monotonic() - started})
 
     async def _convergent_key(self, source: Uploadable, geometry: SegmentGeometry,
                               progress: UploadProgress) -> bytes:
@@ -274,6 +307,8 @@ class _Upload:
         #: the servers first and encodes only if one of them takes a share.
         self.known_cap = known_cap
         self.read_cap: CHKReadCap | None = None
+        #: The trees, UEB and verify cap, once every segment was encoded.
+        self.trailer: EncodedTrailer | None = None
         #: Whether share data may go out before the allocation answered.
         self.pipelined = known_cap is None
         #: Server name -> share numbers it refused without holding them.
@@ -300,7 +335,7 @@ class _Upload:
         return self.broker.upload_candidates(
             self.si, lambda s: (s.maximum_immutable_share_size or 0) >= size)
 
-    async def run(self) -> tuple[CHKReadCap, dict[int, frozenset[str]], int]:
+    async def run(self) -> tuple[CHKReadCap | None, dict[int, frozenset[str]], int]:
         params = self.params
         candidates = self._candidates()
         if len(candidates) < params.happy:
@@ -509,6 +544,7 @@ class _Upload:
         for shnum in range(self.params.total):
             self._send(shnum, trailer.tail_offset, trailer.tail(shnum))
         self._flush_all()
+        self.trailer = trailer
         self.read_cap = trailer.read_cap
 
     def _close_push(self, push: _Push) -> None:
@@ -604,8 +640,8 @@ class _Upload:
             push.failed = push.failed or why
             push.wake()
 
-    def _result(self) -> tuple[CHKReadCap, dict[int, frozenset[str]], int]:
+    def _result(self) -> tuple[CHKReadCap | None, dict[int, frozenset[str]], int]:
         sharemap = self._sharemap()
-        assert self.read_cap is not None
+        assert self.read_cap is not None or self.trailer is not None
         return (self.read_cap, {n: frozenset(s) for n, s in sorted(sharemap.items())},
                 servers_of_happiness(sharemap))

@@ -40,10 +40,11 @@ class EncodedTrailer:
     """What the encoder knows once every segment is in: trees, UEB, caps.
 
     ``tail(shnum)`` is everything share ``shnum`` holds after its blocks, to be
-    written at ``tail_offset``.
+    written at ``tail_offset``. ``read_cap`` is None when the encoder was given
+    ciphertext (an upload helper, which never sees the key).
     """
 
-    read_cap: CHKReadCap
+    read_cap: CHKReadCap | None
     ueb: URIExtension
     ueb_bytes: bytes
     tail_offset: int
@@ -52,10 +53,14 @@ class EncodedTrailer:
     block_trees: list[list[bytes]]
     layout: ShareLayout
 
+    storage_index: bytes
+
     @property
     def verify_cap(self) -> CHKVerifyCap:
         """The verify cap of the file."""
-        return self.read_cap.verify_cap()
+        ueb = self.ueb
+        return CHKVerifyCap(self.storage_index, ueb.hash(), ueb.needed_shares,
+                            ueb.total_shares, ueb.size)
 
     def share_chain(self, shnum: int) -> list[tuple[int, bytes]]:
         """Share ``shnum``'s share-hash-chain entries, in Tahoe's written order."""
@@ -82,23 +87,30 @@ class ImmutableEncoder:
     :param size: the plaintext size in bytes, at least 1.
     :param params: k, N and the maximum segment size (happy is not used here).
     :param force_v2: write the v2 (64-bit) header even for a small share.
+    :param storage_index: with ``key=None``, the encoder is fed ciphertext and
+        encrypts nothing (an upload helper: the UEB and the verify cap need no
+        key, only the ciphertext and the storage index the client derived).
     :raises BadEncodingParameters: for bad parameters or size.
     """
 
-    def __init__(self, key: bytes, size: int, params: EncodingParameters,
-                 force_v2: bool = False) -> None:
-        if len(key) != 16:
+    def __init__(self, key: bytes | None, size: int, params: EncodingParameters,
+                 force_v2: bool = False, storage_index: bytes | None = None) -> None:
+        if key is None:
+            if storage_index is None or len(storage_index) != 16:
+                raise BadEncodingParameters("ciphertext needs a 16-byte storage index")
+        elif len(key) != 16:
             raise BadEncodingParameters("the AES key must be 16 bytes")
         if size < 1:
             raise BadEncodingParameters("a CHK file must hold at least one byte")
         self.key = key
-        self.storage_index = storage_index_from_key(key)
+        self.storage_index = (storage_index_from_key(key) if key is not None
+                              else storage_index or b"")
         self.geometry = params.geometry(size)
         self.layout = layout_for(self.geometry, force_v2)
         self.ueb_length = serialized_length(self.geometry)
         #: Every share has this length: the ``allocated_size`` to ask servers for.
         self.share_length = self.layout.share_length(self.ueb_length)
-        self._cipher = AESCTRStream(key)
+        self._cipher = AESCTRStream(key) if key is not None else None
         self._codec = SegmentCodec(self.geometry.needed, self.geometry.total)
         self._flat_hasher = crypttext_hasher()
         self._segment_hashes: list[bytes] = []
@@ -116,7 +128,8 @@ class ImmutableEncoder:
         return len(self._segment_hashes)
 
     def encode_segment(self, plaintext: bytes | memoryview) -> EncodedSegment:
-        """Encrypt and erasure-code the next segment, of exactly its expected length.
+        """Encrypt (unless given ciphertext) and erasure-code the next segment, of
+        exactly its expected length.
 
         :raises BadEncodingParameters: if the length is wrong or all segments are done.
         """
@@ -128,7 +141,8 @@ class ImmutableEncoder:
         if len(plaintext) != expected:
             raise BadEncodingParameters(
                 f"segment {segnum} must be {expected} bytes, got {len(plaintext)}")
-        crypttext = self._cipher.process(plaintext)
+        crypttext = (self._cipher.process(plaintext) if self._cipher is not None
+                     else bytes(plaintext))
         self._flat_hasher.update(crypttext)
         self._segment_hashes.append(crypttext_segment_hash(crypttext))
         if segnum == geometry.num_segments - 1:
@@ -170,9 +184,11 @@ class ImmutableEncoder:
         ueb_bytes = ueb.to_bytes()
         assert len(ueb_bytes) == self.ueb_length
         assert len(crypttext_tree) * 32 == tree_bytes(geometry.num_segments)
-        read_cap = CHKReadCap(self.key, ueb.hash(), geometry.needed, geometry.total, geometry.size)
+        read_cap = (CHKReadCap(self.key, ueb.hash(), geometry.needed, geometry.total,
+                               geometry.size) if self.key is not None else None)
         return EncodedTrailer(read_cap, ueb, ueb_bytes, self.layout.plaintext_hash_tree,
-                              crypttext_tree, share_tree, block_trees, self.layout)
+                              crypttext_tree, share_tree, block_trees, self.layout,
+                              self.storage_index)
 
 
 @frozen
@@ -211,4 +227,5 @@ def encode_bytes(plaintext: bytes, convergence_secret: bytes,
             data[shnum].append(block)
     trailer = encoder.finish()
     shares = [b"".join(parts) + trailer.tail(shnum) for shnum, parts in enumerate(data)]
+    assert trailer.read_cap is not None
     return EncodedFile(trailer.read_cap, shares)

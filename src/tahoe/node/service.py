@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
     from ..client.broker import StorageBroker
     from ..client.services import ClientServices
+    from ..helper.service import Helper
     from ..introducer.client import IntroducerClient
     from ..introducer.server import IntroducerService
     from ..stats.node import NodeStatistics
@@ -120,6 +121,7 @@ class Node:
         self.introducer_clients: list[IntroducerClient] = []
         self.storage_client_tub: Tub | None = None
         self.client: ClientServices | None = None
+        self.helper: Helper | None = None
         self.web_port: Any = None
         self.sftp_port: Any = None
         self.stats: NodeStatistics | None = None
@@ -202,6 +204,10 @@ class Node:
                                      self.nodedir.convergence_secret or b"",
                                      self.config.client.encoding_parameters(), self.reactor,
                                      stats=self.stats.statistics)
+        if self.config.client.helper_furl:
+            self.client.use_helper(self.storage_client_tub, self.config.client.helper_furl)
+        if self.config.helper_enabled:
+            self._start_helper()
         for server in self.nodedir.static_servers:
             self._add_server(server.server_id, dict(server.announcement), static=True)
 
@@ -234,6 +240,16 @@ class Node:
                 self.reactor, str(self.basedir), sftpd.port, sftpd.host_pubkey_file,
                 sftpd.host_privkey_file, sftpd.accounts_file, self.client)
 
+    def _start_helper(self) -> None:
+        """The upload helper (``[helper] enabled``), at ``private/helper.furl``; its files
+        in ``helper/CHK_incoming`` and ``helper/CHK_encoding`` as in Tahoe."""
+        from ..helper.service import Helper
+        assert self.tub is not None and self.broker is not None and self.client is not None
+        assert self.stats is not None
+        self.helper = Helper(self.basedir / "helper", self.broker, self.client.uploader,
+                             self.stats.statistics)
+        register_persistent(self.tub, self.helper, self.basedir / "private" / "helper.furl")
+
     async def _start_web(self, token: bytes) -> None:
         """The gateway: the pages a storage node serves now, the file and directory
         resources (``/uri``, ``/cap``, ``/file``, ``/named``, ``/operations``) built, and
@@ -254,6 +270,9 @@ class Node:
         root.putChild(b"statistics", StatisticsResource(self.stats.document))
         root.putChild(b"status", StatusResource(self.client.history))
         root.putChild(b"private", PrivateResource(token))
+        from ..web.helper_status import HelperStatusResource
+        root.putChild(b"helper_status", HelperStatusResource(
+            lambda: self.helper.stats_document() if self.helper is not None else None))
         crawlers = (self.crawlers[0], self.crawlers[1]) if self.crawlers else None
         root.putChild(b"storage", StorageStatusResource(
             (self.nickname, nodeid), self.stats.document, crawlers, self.clock))
