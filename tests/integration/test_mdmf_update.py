@@ -50,27 +50,30 @@ def big_file(local_grid: ProxiedGrid) -> tuple[str, bytes]:
 def test_small_write_into_8mb_sends_little(local_grid: ProxiedGrid,
                                            big_file: tuple[str, bytes]) -> None:
     """A 100-byte write at offset 4,000,000 of an 8 MB MDMF file sends at most 3 MB to the
-    servers (a whole publish sends about 27 MB) and reads back right."""
+    servers (a whole publish sends about 27 MB), takes at most 3 times a 1 MB MDMF write
+    (the best of three of each), and reads back right."""
     cap, data = big_file
-    patch = os.urandom(100)
-    local_grid.wait_idle(0.2)
-    before = sent_to_servers(local_grid)
-    started = time.monotonic()
-    put_at(local_grid.client.url, cap, 4_000_000, patch)
-    took = time.monotonic() - started
-    local_grid.wait_idle(0.2)
-    sent = sent_to_servers(local_grid) - before
-    local_grid.wait_idle(0.2)
-    before = sent_to_servers(local_grid)
-    started = time.monotonic()
-    create_mdmf(local_grid.client.url, os.urandom(1_000_000))
-    one_mb = time.monotonic() - started
-    local_grid.wait_idle(0.2)
-    one_mb_sent = sent_to_servers(local_grid) - before
-    print(f"100-byte update of 8 MB MDMF: {sent} bytes to servers in {took:.3f} s; "
-          f"a 1 MB MDMF write: {one_mb_sent} bytes in {one_mb:.3f} s")
-    assert sent <= 3_000_000
-    expected = data[:4_000_000] + patch + data[4_000_100:]
+    patches = [os.urandom(100) for _ in range(3)]
+    updates, writes = [], []
+    for patch in patches:
+        local_grid.wait_idle(0.2)
+        before = sent_to_servers(local_grid)
+        started = time.monotonic()
+        put_at(local_grid.client.url, cap, 4_000_000, patch)
+        took = time.monotonic() - started
+        local_grid.wait_idle(0.2)
+        updates.append((took, sent_to_servers(local_grid) - before))
+        before = sent_to_servers(local_grid)
+        started = time.monotonic()
+        create_mdmf(local_grid.client.url, os.urandom(1_000_000))
+        took = time.monotonic() - started
+        local_grid.wait_idle(0.2)
+        writes.append((took, sent_to_servers(local_grid) - before))
+    print(f"100-byte update of 8 MB MDMF (s, bytes sent): {updates}; "
+          f"a 1 MB MDMF write: {writes}")
+    assert max(sent for _, sent in updates) <= 3_000_000
+    assert min(t for t, _ in updates) <= 3 * min(t for t, _ in writes)
+    expected = data[:4_000_000] + patches[-1] + data[4_000_100:]
     assert webapi.download(local_grid.client.url, cap, timeout=120) == expected
 
 
