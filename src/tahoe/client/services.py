@@ -133,14 +133,13 @@ class ClientServices:
         from ..immutable.params import LIT_SIZE_THRESHOLD
         if self.helper_furl is None or source.size <= LIT_SIZE_THRESHOLD:
             return None
-        from foolscap.api import DeadReferenceError
         from twisted.python import log
 
         from ..helper.assisted import HelperUnreachable, connect, upload_through_helper
         try:
             helper = await connect(self.helper_tub, self.helper_furl, self.clock)
             return await upload_through_helper(helper, source, self.convergence, self.params)
-        except (HelperUnreachable, DeadReferenceError) as error:
+        except HelperUnreachable as error:
             log.msg(f"upload helper unreachable, uploading directly: {error}")
             self.helper_fallbacks += 1
             return None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from foolscap.api import Referenceable
+from foolscap.api import DeadReferenceError, Referenceable
 from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThread
 from zope.interface import implementer
@@ -115,7 +115,13 @@ async def upload_through_helper(helper: Any, source: Uploadable, convergence: by
     key = await convergent_key(source, convergence, params)
     storage_index = storage_index_from_key(key)
     hashed = time.monotonic()
-    results, upload_helper = await helper.callRemote("upload_chk", storage_index)
+    try:
+        results, upload_helper = await helper.callRemote("upload_chk", storage_index)
+    except DeadReferenceError as error:
+        # Lost before anything was sent: the caller uploads directly. A connection lost
+        # later fails the upload (as Tahoe's does); the helper keeps the ciphertext it got,
+        # and the next attempt sends only the rest.
+        raise HelperUnreachable(f"the helper's connection was lost: {error}") from error
     reader = None
     if upload_helper is not None:
         reader = EncryptedUploadable(source, key, params)
