@@ -23,6 +23,7 @@ setup(
         "pyyaml",
         "cbor2",
         "httptools",
+        "magic-wormhole",  # tahoe invite, create-client/create-node --join (imported only there)
     ],
     extras_require={
         "test": [
@@ -31,6 +32,7 @@ setup(
             "pytest-xdist",
             "hypothesis",
             "selenium",
+            "magic-wormhole-mailbox-server",  # a local mailbox for the invite tests
         ],
         "bench": [
             "matplotlib",

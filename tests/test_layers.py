@@ -26,6 +26,7 @@ CORE_FILES = [
     *(f"web/{name}.py" for name in ("humanize", "svgchart", "page", "welcome", "checkhtml",
                                      "statshtml")),
     "cli/aliases.py", "cli/errors.py",
+    *(f"invite/{name}.py" for name in ("__init__", "errors", "messages")),
     *(f"stats/{name}.py" for name in ("__init__", "samples", "registry", "cpu", "openmetrics")),
 ]
 CORE_MODULES = sorted({*(p for pkg in CORE_PACKAGES for p in (SRC / pkg).rglob("*.py")),

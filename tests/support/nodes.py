@@ -28,6 +28,7 @@ from tests.support.processes import ManagedProcess, ProcessSet, wait_until
 
 __all__ = [
     "CommandFailed",
+    "child_env",
     "RunningNode",
     "Shares",
     "TahoeTool",
@@ -77,6 +78,12 @@ def _clean_env() -> dict[str, str]:
            if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")}
     env["PYTHONUNBUFFERED"] = "1"  # node logs reach the log file at once
     return env
+
+
+def child_env() -> dict[str, str]:
+    """The environment for a ``tahoe`` program a test starts itself (as :meth:`TahoeTool.cli`
+    and :meth:`TahoeTool.start` run theirs): unbuffered, without our venv's variables."""
+    return _clean_env()
 
 
 # ---------------------------------------------------------------- tahoe.cfg

@@ -7,9 +7,11 @@ module is imported only when that subcommand runs. Each subcommand module has
 Global options come before the subcommand (``reference/frontends.md`` §1.3):
 ``-V/--version``, ``--version-and-path``, ``-q/--quiet``,
 ``-d/--node-directory=DIR``, ``--wormhole-server=``, ``--wormhole-invite-appid=``
-and ``--eliot-destination=`` (the last three are accepted and ignored). A given
-``-d DIR`` reaches the subcommand as leading ``--node-directory DIR`` arguments,
-so each subcommand parser accepts ``-d/--node-directory`` (hidden from its help).
+and ``--eliot-destination=`` (accepted and ignored). A given ``-d DIR`` reaches
+the subcommand as leading ``--node-directory DIR`` arguments, so each
+subcommand parser accepts ``-d/--node-directory`` (hidden from its help); the
+two wormhole options reach the commands that use them (``invite``,
+``create-client``, ``create-node``) the same way.
 """
 from __future__ import annotations
 
@@ -51,6 +53,7 @@ SUBCOMMANDS: Mapping[str, str] = {
     "webopen": "tahoe.cli.webopen",
     "backup": "tahoe.cli.backup",
     "debug": "tahoe.cli.debug",
+    "invite": "tahoe.cli.invite",
 }
 _SUMMARIES = {
     "create-node": "Create a node that acts as a client, server or both.",
@@ -79,6 +82,7 @@ _SUMMARIES = {
     "webopen": "Open a web browser to a grid file or directory.",
     "backup": "Make target dir look like local dir.",
     "debug": "Debug commands: dump-share, dump-cap, find-shares, catalog-shares, corrupt-share.",
+    "invite": "Invite a new node to this grid (over magic-wormhole).",
 }
 _FLAGS = frozenset({"-V", "--version", "--version-and-path", "-h", "--help", "-q", "--quiet"})
 _VALUE_OPTIONS = frozenset({"--node-directory", "--wormhole-server", "--wormhole-invite-appid",
@@ -88,6 +92,8 @@ EXIT_USAGE = 1
 _TAKES_QUIET = frozenset({"put", "get", "mkdir", "add-alias", "create-alias", "list-aliases",
                           "ls", "cp", "unlink", "rm", "mv", "ln", "check", "deep-check",
                           "manifest", "stats", "webopen", "backup"})
+#: Subcommands that take the global ``--wormhole-server`` and ``--wormhole-invite-appid``.
+_TAKES_WORMHOLE = frozenset({"invite", "create-client", "create-node"})
 
 
 class _UsageError(Exception):
@@ -161,6 +167,10 @@ def run(argv: list[str], stdout: TextIO, stderr: TextIO,
         return EXIT_USAGE
     if "--node-directory" in options:
         sub_argv = ["--node-directory", options["--node-directory"], *sub_argv]
+    if command in _TAKES_WORMHOLE:
+        for name in ("--wormhole-server", "--wormhole-invite-appid"):
+            if name in options:
+                sub_argv = [name, options[name], *sub_argv]
     if {"-q", "--quiet"} & options.keys() and command in _TAKES_QUIET:
         sub_argv = ["--quiet", *sub_argv]
     module = importlib.import_module(module_name)
