@@ -190,21 +190,27 @@ class RacedNode(MutableFileNode):
         return await super()._keys(smap, probe)
 
 
-class NarrowClient(MutableClient):
-    """A client that, once ``limit`` is set, sees only the first ``limit`` servers of the
-    ring: set between its read and its publish, the publish reaches those servers only."""
+class NarrowBroker:
+    """The broker, except that once ``limit`` is set, new shares may go to the first
+    ``limit`` servers of the ring only: set between a client's read and its publish, the
+    publish reaches those servers only."""
 
-    limit: int | None = None
+    def __init__(self, broker: StorageBroker) -> None:
+        self._broker = broker
+        self.limit: int | None = None
 
-    def servers_for(self, storage_index: bytes) -> list[Any]:
-        return super().servers_for(storage_index)[:self.limit]
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._broker, name)
+
+    def upload_candidates(self, storage_index: bytes) -> list[Any]:
+        return self._broker.upload_candidates(storage_index)[:self.limit]
 
 
 class SmallGrid:
     """Five storage servers in this process, and three clients (3-of-5) of them."""
 
     def __init__(self, pairs: list[StoragePair], writer: MutableClient,
-                 reader: MutableClient, narrow: NarrowClient) -> None:
+                 reader: MutableClient, narrow: MutableClient) -> None:
         self.pairs = pairs
         self.writer = writer
         self.reader = reader
@@ -230,10 +236,9 @@ async def small_grid(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[
                               tubid_bytes(pair.server_tub), bytes([i]) * 32, static=True)
         await broker.when_connected(5)
         writer, reader, narrow = [
-            kind(broker, ClientLeaseSecrets.from_lease_secret(secret), 3, 5, reactor)
-            for kind, secret in ((MutableClient, b"w" * 32), (MutableClient, b"r" * 32),
-                                 (NarrowClient, b"n" * 32))]
-        assert isinstance(narrow, NarrowClient)
+            MutableClient(kind, ClientLeaseSecrets.from_lease_secret(secret), 3, 5, reactor)
+            for kind, secret in ((broker, b"w" * 32), (broker, b"r" * 32),
+                                 (NarrowBroker(broker), b"n" * 32))]
         yield SmallGrid(pairs, writer, reader, narrow)
     finally:
         await tub.stopService()
@@ -316,9 +321,10 @@ async def test_a_modify_whose_lost_publish_won_applies_its_change_once(
     append twice)."""
     with fault_run(FAULT_CLASS) as run:
         cap = await small_grid.writer.create(lines(500, "base"))
-        narrow = small_grid.narrow
+        narrow = small_grid.narrow.broker
+        assert isinstance(narrow, NarrowBroker)
         narrow.limit = None
-        rival = RacedNode(narrow, cap)
+        rival = RacedNode(small_grid.narrow, cap)
 
         async def narrowed() -> None:
             narrow.limit = 2

@@ -24,8 +24,9 @@ The network shell around :mod:`tahoe.mutable` (``reference/mutable-dirnodes.md``
   nodes, and one test-and-set write per server of only the changed pieces;
   SDMF files and the cases the layout cannot take in place are published whole.
 * A lost race (:class:`UncoordinatedWriteError`) is retried on a fresh
-  servermap by :meth:`MutableFileNode.modify` (:data:`RETRY_DELAYS`), which
-  applies the change again; a blind overwrite reports it.
+  servermap by :meth:`MutableFileNode.modify` (:data:`RETRY_DELAYS`,
+  :data:`RETRY_PATIENCE`), which applies the change again; a blind overwrite
+  reports it.
 
 RSA work (key generation, private-key import) runs in worker threads; a
 small pool of pre-generated keys keeps ``create`` from waiting on it.
@@ -37,6 +38,7 @@ retrieves and publishes are counted in the ``mutable.*`` statistics
 """
 from __future__ import annotations
 
+import itertools
 import os
 import random
 from collections.abc import Awaitable, Callable
@@ -69,17 +71,25 @@ from .mutable_update import judge_write_answers, update_in_place
 
 WriteCap = SSKWriteCap | MDMFWriteCap
 ReadCap = SSKReadCap | MDMFReadCap | SSKWriteCap | MDMFWriteCap
-#: Attempts of a modify that lost a test-and-set race (or whose read lost every race it
-#: ran), as upper bounds of the random back-off before each (seconds; the wait is drawn
-#: uniformly below the bound, so two writers that both lost fall out of step). Tahoe's
-#: modifier backs off 1 s, then e times more, and gives up after 4 tries. Here the
-#: bounds stay below a read-modify-write's own duration, and there are more tries: a
-#: node writing one directory without pause (another gateway's queue of coalesced
-#: changes) starts its next publish as soon as its last one lands, so a loser that waits
-#: longer than that only hands it the next round too; with equal footing each round is a
-#: coin toss. Every attempt applies the change again to the contents it read, so more
-#: attempts lose nothing; they only keep a change from failing.
-RETRY_DELAYS = (0.0, 0.02, 0.04, 0.08, 0.16) + (0.25,) * 15
+#: The random back-off before each attempt of a modify that lost a test-and-set race (or
+#: whose read lost every race it ran), as upper bounds (seconds; the wait is drawn
+#: uniformly below, so two writers that both lost fall out of step). Tahoe's modifier
+#: backs off 1 s, then e times more, and gives up after 4 tries. A node that writes a
+#: directory without pause (another gateway's queue of coalesced changes) starts its
+#: next publish as soon as its last one lands, a little ahead of the loser, which learns
+#: of its loss only then; a loser that waits longer only hands it more rounds. So the
+#: loser comes back at once, a recent winner makes way (:data:`CONTENDED_WAIT`), and a
+#: modify keeps trying after these attempts, at the last bound, until
+#: :data:`RETRY_PATIENCE` seconds have passed: a node that keeps winning stops when its
+#: own queue runs dry. Every attempt applies the change again to the contents it read,
+#: so more attempts lose nothing; they only keep a change from failing.
+RETRY_DELAYS = (0.0, 0.01, 0.02, 0.04) + (0.05,) * 16
+RETRY_PATIENCE = 60.0
+#: For :data:`CONTENDED_FOR` seconds after a modify of a file here lost a race, each new
+#: modify of that file here first waits a random time below this (seconds), so the loser
+#: of a round against it, back at once, gets ahead of it.
+CONTENDED_WAIT = 0.3
+CONTENDED_FOR = 3.0
 #: Servermap updates a read makes at most when the version it chose is replaced under it.
 READ_ATTEMPTS = 8
 #: A node that has read or written a file whose shares are longer than the 4000-byte
@@ -200,6 +210,7 @@ class MutableFileNode:
         self.needed: int | None = None
         self.total: int | None = None
         self.share_size = 0  # of the version last read or written here
+        self.lost_race_at: float | None = None  # when a modify here last lost a race
 
     # -- reading
 
@@ -547,27 +558,36 @@ class MutableFileNode:
         ``modifier`` returns the new contents, or None (or the old contents) for
         no change, which publishes nothing on the first attempt. A publish that
         loses a test-and-set race, or a read that loses every race it runs, is
-        tried again after a back-off (:data:`RETRY_DELAYS`), on a fresh read and
-        with ``first_time`` False. A change counts as made only once a publish
-        of it met no conflict. A lost publish may still have won on some servers, its
-        contents now the best version: a retry that reads exactly those contents
-        publishes them again, without applying the change a second time.
+        tried again after a back-off (:data:`RETRY_DELAYS`, then for up to
+        :data:`RETRY_PATIENCE` s), on a fresh read and with ``first_time`` False.
+        A change counts as made only once a publish of it met no conflict. A lost
+        publish may still have won on some servers, its contents now the best
+        version: a retry that reads exactly those contents publishes them again,
+        without applying the change a second time.
 
         :returns: the contents now in place.
         """
         await self.lock.acquire()
         try:
+            clock = self.client.clock
+            if self.lost_race_at is not None \
+                    and clock.seconds() - self.lost_race_at < CONTENDED_FOR:
+                await deferLater(clock, CONTENDED_WAIT * random.random(), lambda: None)
             last: Exception | None = None
             attempted: bytes | None = None  # what the last lost publish wrote
-            for attempt, delay in enumerate(RETRY_DELAYS):
+            started = clock.seconds()
+            for attempt in itertools.count():
+                if attempt >= len(RETRY_DELAYS) and clock.seconds() - started > RETRY_PATIENCE:
+                    break
+                delay = RETRY_DELAYS[min(attempt, len(RETRY_DELAYS) - 1)]
                 if delay:
-                    await deferLater(self.client.clock, delay * random.random(), lambda: None)
+                    await deferLater(clock, delay * random.random(), lambda: None)
                 try:
                     old, smap, probe = await self._read(want_private_key=True)
                 except NotEnoughShares as error:  # the read lost every race it ran
                     last = error
                     log.msg(f"modify of {self.storage_index.hex()[:8]}: read failed (attempt "
-                            f"{attempt + 1} of {len(RETRY_DELAYS)}): {error}; retrying")
+                            f"{attempt + 1}): {error}; retrying")
                     continue
                 first_time = attempted is None
                 if old == attempted:
@@ -591,8 +611,9 @@ class MutableFileNode:
                 except UncoordinatedWriteError as error:
                     last = error
                     attempted = new
+                    self.lost_race_at = clock.seconds()
                     log.msg(f"modify of {self.storage_index.hex()[:8]} lost a race (attempt "
-                            f"{attempt + 1} of {len(RETRY_DELAYS)}); retrying")
+                            f"{attempt + 1}); retrying")
             assert last is not None
             raise last
         finally:
