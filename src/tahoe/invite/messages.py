@@ -82,7 +82,7 @@ def encode_invite(invite: Invite) -> bytes:
 
     Tahoe 1.20's inviter sends them as text (as read from its ``tahoe.cfg``),
     but its joiner writes a text value into ``tahoe.cfg`` as a Python bytes
-    literal (``shares.needed = b'2'``), which no node accepts; integers it
+    literal (``shares.needed = b'2'``), which is not a number; integers it
     writes plainly. Both joiners accept integers.
     """
     return _dump({
