@@ -24,6 +24,7 @@ from tests.support.ports import free_port
 from tests.support.processes import ProcessSet
 from tests.support.proxy import ProxySet, TcpProxy
 from tests.support.upload_helper import DEADLINE, helper_counters, start_helper, wait_for_file
+from tests.support import webapi
 from tests.support.webapi import WebError
 
 
@@ -109,6 +110,11 @@ def test_file_already_in_the_grid(setup: HelperSetup) -> None:
         before["chk_upload_helper.upload_already_present"] + 1
     assert after["chk_upload_helper.fetched_bytes"] == before["chk_upload_helper.fetched_bytes"]
     assert client_sent(setup.proxy) - before_sent < 20_000
+    statistics = webapi.get_json(setup.helper.url + "statistics?t=json")
+    assert statistics["stats"]["chk_upload_helper.upload_already_present"] == \
+        after["chk_upload_helper.upload_already_present"]
+    assert statistics["counters"]["chk_upload_helper.upload_already_present"] == \
+        after["chk_upload_helper.upload_already_present"]
 
 
 def test_resumes_after_a_cut(setup: HelperSetup) -> None:

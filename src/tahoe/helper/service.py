@@ -212,7 +212,7 @@ class Helper(Referenceable):  # type: ignore[misc]
         self.active: dict[bytes, CHKUploadHelper] = {}
         self.counters = dict.fromkeys(COUNTER_NAMES, 0)
         if stats is not None:
-            stats.add_producer(self.gauges)
+            stats.add_producer(self.stats_document)
 
     def count(self, name: str, amount: int = 1) -> None:
         """Add to one of the ``chk_upload_helper.*`` counters."""
@@ -240,7 +240,8 @@ class Helper(Referenceable):  # type: ignore[misc]
         return values
 
     def stats_document(self) -> dict[str, int]:
-        """The gauges and counters together (the helper status page)."""
+        """The gauges and counters together: the helper status page, and (as Tahoe's helper
+        reports them) the ``stats`` part of ``/statistics``."""
         return {**self.gauges(), **self.counters}
 
     def remote_get_version(self) -> dict[bytes, Any]:
