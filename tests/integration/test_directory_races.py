@@ -6,11 +6,14 @@ coalesced batch) publishes a new version in between, the shares fetched are
 of the new version. The read must then update its servermap and try again,
 not fail with ``NotEnoughShares``, and must not report the replaced shares to
 their servers as corrupt. A read-modify-write that loses a race is retried
-with the change applied again, so no entry is lost.
+with the change applied again, and counts as done only once a publish of it
+met no conflict, so no entry is lost.
 
 Against the session's local grid of ten storage servers behind proxies, with
 a second gateway on the same servers, so writers on two nodes race each
-other, not only batches coalesced in one node.
+other, not only batches coalesced in one node; and on five storage servers in
+this process, where another client's write lands at a set point of a read or
+a modify (the retry itself, deterministically).
 """
 from __future__ import annotations
 
