@@ -28,13 +28,15 @@ from tests.support import webapi
 from tests.support.webapi import WebError
 
 
-@attrs.frozen
+@attrs.define
 class HelperSetup:
     grid: Grid
     helper: Gateway
     client: Gateway
     proxy: TcpProxy
     helper_dir: Path
+    tool: TahoeTool
+    processes: ProcessSet
 
 
 def client_sent(proxy: TcpProxy) -> int:
@@ -79,7 +81,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HelperSetup]:
         node = tool.start(basedir, processes)
         client = Gateway(node, node.node_url(DEADLINE))
         client.wait_for_servers(3)
-        yield HelperSetup(grid, helper, client, proxy, helper_dir)
+        yield HelperSetup(grid, helper, client, proxy, helper_dir, tool, processes)
 
 
 def test_ten_megabytes_through_the_helper(setup: HelperSetup) -> None:
@@ -136,6 +138,44 @@ def test_resumes_after_a_cut(setup: HelperSetup) -> None:
     assert done["chk_upload_helper.resumes"] == cut["chk_upload_helper.resumes"] + 1
     assert done["chk_upload_helper.fetched_bytes"] - cut["chk_upload_helper.fetched_bytes"] \
         == len(data) - partial
+    assert done["chk_upload_helper.incoming_count"] == 0
+    assert setup.client.download(cap) == data
+
+
+def restart_helper(setup: HelperSetup) -> dict[str, int]:
+    """Stop the helper node by its PID, start it again; its counters once it answers."""
+    setup.helper.node.stop()
+    node = setup.tool.start(setup.helper_dir, setup.processes)
+    setup.helper = Gateway(node, setup.helper.url)
+    deadline = time.monotonic() + DEADLINE
+    while time.monotonic() < deadline:
+        try:
+            return helper_counters(setup.helper)
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError("the helper did not come back")
+
+
+def test_resumes_after_the_helper_restarts(setup: HelperSetup) -> None:
+    """A partial ciphertext in CHK_incoming survives the helper's restart: the next upload of
+    the file sends only the rest."""
+    data = os.urandom(3_000_000)
+    setup.proxy.cut_after(1_000_000)
+    with pytest.raises(WebError):
+        setup.client.upload(data)
+    setup.proxy.wait_for_cut(DEADLINE)
+    wait_idle_helper(setup)
+    incoming = list((setup.helper_dir / "helper" / "CHK_incoming").iterdir())
+    assert len(incoming) == 1
+    partial = incoming[0].stat().st_size
+    assert 0 < partial < 1_000_000
+    fresh = restart_helper(setup)
+    assert fresh["chk_upload_helper.upload_requests"] == 0
+    assert fresh["chk_upload_helper.incoming_size"] == partial
+    cap = setup.client.upload(data)
+    done = helper_counters(setup.helper)
+    assert done["chk_upload_helper.resumes"] == 1
+    assert done["chk_upload_helper.fetched_bytes"] == len(data) - partial
     assert done["chk_upload_helper.incoming_count"] == 0
     assert setup.client.download(cap) == data
 
