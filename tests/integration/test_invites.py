@@ -51,9 +51,10 @@ def grid(tool: TahoeTool, processes: ProcessSet, workdir: Path) -> Grid:
 
 
 def _join(tool: TahoeTool, mailbox: str, code: str, nodedir: Path, command: str = "create-client",
-          *options: str) -> subprocess.CompletedProcess[str]:
+          *options: str, app_id: str | None = None) -> subprocess.CompletedProcess[str]:
+    global_options = [] if app_id is None else [f"--wormhole-invite-appid={app_id}"]
     return subprocess.run(
-        [str(tool.exe), f"--wormhole-server={mailbox}", command, "--join", code,
+        [str(tool.exe), f"--wormhole-server={mailbox}", *global_options, command, "--join", code,
          f"--webport=tcp:{free_port()}:interface=127.0.0.1", *options, str(nodedir)],
         capture_output=True, text=True, env=child_env(), timeout=120, stdin=subprocess.DEVNULL)
 
@@ -162,6 +163,25 @@ def test_used_code_does_not_work_twice(tool: TahoeTool, grid: Grid, mailbox: str
                   "--join-timeout=1.5")
     assert again.returncode == 1, again.stdout
     assert not (tmp_path / "erin2").exists()
+
+
+def test_application_ids_separate_invites(tool: TahoeTool, grid: Grid, mailbox: str,
+                                          processes: ProcessSet, workdir: Path,
+                                          tmp_path: Path) -> None:
+    """An invite under another application id is invisible to a joiner with Tahoe's default
+    one, and found by a joiner given the same id (the global option reaches --join)."""
+    app_id = "example.org/invites-test"
+    invitation = start_invite(tool, grid.storage_nodes[0].node.basedir, mailbox, "grace",
+                              processes, log_path=workdir / "logs" / "invite-grace.log",
+                              options=[f"--wormhole-invite-appid={app_id}"])
+    default_id = _join(tool, mailbox, invitation.code, tmp_path / "g1", "create-client",
+                       "--join-timeout=1.5")
+    assert default_id.returncode == 1 and "no invite arrived" in default_id.stderr
+    same_id = _join(tool, mailbox, invitation.code, tmp_path / "g2", app_id=app_id)
+    assert same_id.returncode == 0, same_id.stderr
+    assert wait_for_exit(invitation.process) == 0
+    assert read_tahoe_cfg(tmp_path / "g2").get("node", "nickname") == "grace"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g2"]
 
 
 def test_unreachable_mailbox_and_bad_codes(tool: TahoeTool, tmp_path: Path) -> None:

@@ -107,6 +107,10 @@ def usage_text() -> str:
              "  -d, --node-directory=DIR  the node directory [default: ~/.tahoe]",
              "  -q, --quiet               print less",
              "  -V, --version             print the version and exit",
+             "  --wormhole-server=URL     the magic-wormhole mailbox server of invites",
+             "                            [default: ws://wormhole.tahoe-lafs.org:4000/v1]",
+             "  --wormhole-invite-appid=ID  the application id of invites"
+             " [default: tahoe-lafs.org/invite]",
              "", "Commands:"]
     lines += [f"  {name:<20} {_SUMMARIES[name]}" for name in SUBCOMMANDS]
     return "\n".join(lines) + "\n"

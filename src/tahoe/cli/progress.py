@@ -2,8 +2,8 @@
 
 Shown only when stderr is a terminal and the transfer is at least
 :data:`THRESHOLD` bytes (for a download of unknown length, once that many
-bytes have arrived).  Uses ``tqdm`` when it is installed (imported only when a
-bar is shown), else a small built-in bar.  Standard library only otherwise.
+bytes have arrived).  A small built-in bar, the same on every installation
+(``tqdm``, which magic-wormhole brings along, is not used).  Standard library only.
 """
 from __future__ import annotations
 
@@ -149,13 +149,7 @@ def _terminal_width(stream: TextIO) -> int:
 
 def _make_bar(stream: TextIO, total: int | None, description: str,
               started: float | None = None) -> Progress:
-    try:
-        from tqdm import tqdm  # optional; imported only when a bar is shown
-    except ImportError:
-        return TextBar(stream, total, description, started=started)
-    bar: Progress = tqdm(total=total, file=stream, desc=description, unit="B", unit_scale=True,
-                         unit_divisor=1024, dynamic_ncols=True, mininterval=REDRAW_INTERVAL)
-    return bar
+    return TextBar(stream, total, description, started=started)
 
 
 def progress_bar(stream: TextIO, total: int | None, description: str) -> Progress:
