@@ -58,7 +58,7 @@ from ..immutable.encoder import EncodedSegment, EncodedTrailer, ImmutableEncoder
 from ..immutable.keys import ConvergentKeyHasher
 from ..immutable.params import LIT_SIZE_THRESHOLD, EncodingParameters, SegmentGeometry
 from ..immutable.ueb import URIExtension
-from .broker import StorageBroker, StorageServerHandle
+from .broker import STORAGE_V1, StorageBroker, StorageServerHandle
 from .errors import UploadUnhappinessError
 from .placement import place_shares, servers_of_happiness
 from .storage_api import ShareNotAllocated, quietly
@@ -242,7 +242,7 @@ class Uploader:
                 result = await upload.run()
                 break
             except UploadUnhappinessError as error:
-                busy = upload.busy_servers()
+                busy = await upload.busy_servers()
                 if not busy:
                     raise
                 if self._clock.seconds() + delay > deadline:
@@ -604,17 +604,29 @@ class _Upload:
                     sharemap.setdefault(shnum, set()).add(push.name)
         return sharemap
 
-    def busy_servers(self) -> list[str]:
+    async def busy_servers(self) -> list[str]:
         """The servers (nicknames, else ids) that refused shares they do not hold, the
-        answer a server gives while another upload of the same file writes them; those
-        that failed or hold every share of the file they were asked for are left out."""
-        names = []
+        answer a server gives while another upload of the same file writes them. Left
+        out: those that failed, those that hold every share they were asked for, and
+        those whose version, asked again now, has no room for a share (full, not busy:
+        waiting for them would only delay the error)."""
+        refusing = []
         for name, shnums in sorted(self.refused.items()):
             push = self.pushes[name]
             if push.failed and push.failed != "upload failed":
                 continue
-            if shnums - push.already:
-                names.append(push.server.nickname or name[:11])
+            if shnums - push.already and push.server.is_connected:
+                refusing.append(push.server)
+        if not refusing:
+            return []
+        answers = await DeferredList([server.storage.get_version() for server in refusing],
+                                     consumeErrors=True)
+        names = []
+        for server, (ok, version) in zip(refusing, answers):
+            room = version.get(STORAGE_V1, {}).get(b"maximum-immutable-share-size") \
+                if ok else None
+            if ok and (not isinstance(room, int) or room >= self.encoder.share_length):
+                names.append(server.nickname or server.server_id.decode("ascii")[:11])
         return names
 
     def _can_still_be_happy(self) -> bool:
