@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from tahoe.invite.errors import BadInviteCode, BadInviteMessage
 from tahoe.invite.messages import (APP_ID, Invite, check_code, check_hello, encode_invite,
                                    hello, parse_invite)
+from tests.vectors import load
 
 FURL = "pb://" + "a" * 32 + "@tcp:127.0.0.1:4321/introducer"
 
@@ -83,3 +84,25 @@ def test_malformed_codes_are_refused(code: str) -> None:
     """Anything else is refused before any connection."""
     with pytest.raises(BadInviteCode):
         check_code(code)
+
+
+def test_hellos_are_byte_for_byte_tahoe_120s() -> None:
+    """Both hellos are the bytes Tahoe 1.20's inviter and joiner sent (captured vectors)."""
+    captured = load("invite-messages.json")
+    assert captured["app_id"] == APP_ID
+    assert hello("server-v1") == captured["inviter_hello"].encode()
+    assert hello("client-v1") == captured["joiner_hello"].encode()
+
+
+def test_tahoe_120s_settings_are_read_and_ours_differ_only_in_number_type() -> None:
+    """1.20's captured settings parse; ours have its keys in its order, numbers as integers,
+    because its joiner writes text numbers as bytes literals (captured too)."""
+    captured = load("invite-messages.json")
+    invite = parse_invite(captured["inviter_settings"].encode())
+    assert invite == Invite(captured["introducer"], "vector-nick", 2, 4, 5)
+    theirs = json.loads(captured["inviter_settings"])
+    ours = json.loads(encode_invite(invite))
+    assert list(ours) == list(theirs)
+    assert ours == {key: int(value) if key.startswith("shares-") else value
+                    for key, value in theirs.items()}
+    assert captured["joiner_tahoe_cfg_shares_for_text_numbers"][0] == "shares.needed = b'2'"
