@@ -10,8 +10,8 @@ and with the helper unreachable the client uploads directly.
 from __future__ import annotations
 
 import os
-import re
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,7 +23,8 @@ from tests.support.nodes import TahoeTool, config_for_tests, edit_tahoe_cfg, our
 from tests.support.ports import free_port
 from tests.support.processes import ProcessSet
 from tests.support.proxy import ProxySet, TcpProxy
-from tests.support.upload_helper import DEADLINE, helper_counters, start_helper, wait_for_file
+from tests.support.upload_helper import (DEADLINE, furl_port, furl_via, helper_counters,
+                                         start_helper, wait_for_file)
 from tests.support import webapi
 from tests.support.webapi import WebError
 
@@ -65,11 +66,8 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HelperSetup]:
         helper_dir = workdir / "helper"
         helper = start_helper(tool, helper_dir, processes, grid)
         furl = wait_for_file(helper_dir / "private" / "helper.furl")
-        match = re.fullmatch(r"pb://([^@]+)@[^/]+/(.+)", furl)
-        assert match, furl
-        port = int(re.search(r":(\d+)[,/]", furl.split("@")[1] + "/").group(1))  # type: ignore[union-attr]
-        proxy = proxies.start("127.0.0.1", port)
-        proxied = f"pb://{match.group(1)}@tcp:127.0.0.1:{proxy.port}/{match.group(2)}"
+        proxy = proxies.start("127.0.0.1", furl_port(furl))
+        proxied = furl_via(furl, proxy.port)
         basedir = workdir / "client"
         tool.create_client(basedir, introducer_furl=grid.introducer_furl,
                            shares=SMALL_GRID_SHARES, nickname="client", web_port=free_port())
@@ -192,3 +190,15 @@ def test_unreachable_helper_means_a_direct_upload(setup: HelperSetup) -> None:
     assert helper_counters(setup.helper)["chk_upload_helper.upload_requests"] == \
         before["chk_upload_helper.upload_requests"]
     assert setup.grid.storage_nodes[2].download(cap) == data
+
+
+def test_helper_status_pages(setup: HelperSetup) -> None:
+    """The helper's page lists its counters; a node without a helper says so (``{}`` in JSON)."""
+    with urllib.request.urlopen(setup.helper.url + "helper_status", timeout=30) as answer:
+        page = answer.read().decode()
+    counters = helper_counters(setup.helper)
+    assert f"<td>chk_upload_helper.upload_requests</td><td>" \
+           f"{counters['chk_upload_helper.upload_requests']}</td>" in page
+    assert helper_counters(setup.client) == {}
+    with urllib.request.urlopen(setup.client.url + "helper_status", timeout=30) as answer:
+        assert b"No helper is running" in answer.read()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 import urllib.request
 from pathlib import Path
@@ -35,8 +36,11 @@ def wait_connected_to_helper(gateway: Gateway, timeout: float = DEADLINE) -> Non
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with urllib.request.urlopen(gateway.url, timeout=30) as answer:
-            if b"connected-yes.png" in answer.read():
-                return
+            page = answer.read()
+        # The helper's heading says "Helper not connected" until it is; other parts of the
+        # page (the introducer, the servers) use the same status images.
+        if b"Helper not connected" not in page and b"[censored]" in page:
+            return
         time.sleep(0.2)
     raise AssertionError("the Tahoe client did not connect to the helper")
 
@@ -64,3 +68,19 @@ def start_client(tool: TahoeTool, basedir: Path, processes: ProcessSet, grid: Gr
     gateway = Gateway(node, node.node_url(DEADLINE))
     gateway.wait_for_servers(len(grid.storage_nodes))
     return gateway
+
+
+def furl_port(furl: str) -> int:
+    """The port of a FURL's first ``tcp:HOST:PORT`` location hint."""
+    match = re.search(r"@tcp:[^:,/]+:(\d+)", furl)
+    if match is None:
+        raise ValueError(f"no tcp location hint in {furl[:40]}…")
+    return int(match.group(1))
+
+
+def furl_via(furl: str, port: int) -> str:
+    """The same FURL with one location hint, ``tcp:127.0.0.1:port`` (a proxy in front)."""
+    match = re.fullmatch(r"pb://([^@]+)@[^/]+/(.+)", furl)
+    if match is None:
+        raise ValueError(f"not a FURL: {furl[:40]}…")
+    return f"pb://{match.group(1)}@tcp:127.0.0.1:{port}/{match.group(2)}"
