@@ -15,7 +15,7 @@ from tests.support.invites import start_invite, start_mailbox, wait_for_exit
 from tests.support.nodes import (TahoeTool, child_env, config_for_tests, edit_tahoe_cfg,
                                  our_tahoe, read_tahoe_cfg)
 from tests.support.ports import free_port
-from tests.support.processes import ProcessSet
+from tests.support.processes import ProcessSet, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -184,6 +184,23 @@ def test_application_ids_separate_invites(tool: TahoeTool, grid: Grid, mailbox: 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g2"]
 
 
+def test_join_stopped_while_waiting_leaves_nothing(tool: TahoeTool, mailbox: str,
+                                                   processes: ProcessSet,
+                                                   tmp_path: Path) -> None:
+    """A join stopped (SIGTERM) while it waits for the inviter says so and removes the
+    directory it was building and the parent it made."""
+    log_path = tmp_path / "join.log"
+    joiner = processes.start(
+        [tool.exe, f"--wormhole-server={mailbox}", "create-client", "--join", "9998-wait-here",
+         tmp_path / "parent" / "henry"], log_path=log_path, env=child_env())
+    wait_until(lambda: "Connected to wormhole server" in log_path.read_text(), 60,
+               "the joiner to reach the mailbox", processes=[joiner])
+    assert [p.name for p in (tmp_path / "parent").iterdir()][0].startswith(".henry.joining-")
+    assert joiner.stop() == 1
+    assert "cannot join: interrupted" in log_path.read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["join.log"]
+
+
 def test_unreachable_mailbox_and_bad_codes(tool: TahoeTool, tmp_path: Path) -> None:
     """A mailbox nobody listens on, and a malformed code, are clear errors that create nothing."""
     unreachable = _join(tool, f"ws://127.0.0.1:{free_port()}/v1", "3-some-words",
@@ -198,8 +215,8 @@ def test_unreachable_mailbox_and_bad_codes(tool: TahoeTool, tmp_path: Path) -> N
 
 def test_invite_needs_a_node_that_knows_a_grid(tool: TahoeTool, mailbox: str,
                                                tmp_path: Path) -> None:
-    """``tahoe invite`` on a client without introducer, or with a bad encoding, says why
-    and allocates no code."""
+    """``tahoe invite`` on a client without introducer, with a bad encoding, or on no node
+    at all, says why and allocates no code."""
     tool.create_client(tmp_path / "lonely", introducer_furl=None, shares=SMALL_GRID_SHARES)
     lonely = subprocess.run([str(tool.exe), "-d", str(tmp_path / "lonely"),
                              f"--wormhole-server={mailbox}", "invite", "frank"],
@@ -215,3 +232,8 @@ def test_invite_needs_a_node_that_knows_a_grid(tool: TahoeTool, mailbox: str,
     assert bad.returncode == 1
     assert "1 <= needed <= happy <= total <= 256 (got 5, 3, 3)" in bad.stderr
     assert "Invite Code" not in bad.stdout
+    missing = subprocess.run([str(tool.exe), "-d", str(tmp_path / "missing"),
+                              f"--wormhole-server={mailbox}", "invite", "frank"],
+                             capture_output=True, text=True, env=child_env(), timeout=60)
+    assert missing.returncode == 1 and "is not a node directory" in missing.stderr
+    assert not (tmp_path / "missing").exists()
