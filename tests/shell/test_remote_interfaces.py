@@ -1,7 +1,6 @@
 """Our Foolscap interfaces carry Tahoe 1.20's exact names, argument order and constraints."""
 from __future__ import annotations
 
-from typing import Any
 
 import pytest
 from foolscap.remoteinterface import RemoteInterfaceClass
@@ -9,37 +8,13 @@ from foolscap.remoteinterface import RemoteInterfaceClass
 from tahoe.introducer.interfaces import (RIIntroducerPublisherAndSubscriberService_v2,
                                          RIIntroducerSubscriberClient_v2)
 from tahoe.storage.interfaces import RIBucketReader, RIBucketWriter, RIStorageServer
+from tests.support.foolscap_schema import describe
 from tests.vectors import load
 
 FOOLSCAP = load("storage-foolscap.json")
 OURS = {iface.__remote_name__: iface for iface in (
     RIStorageServer, RIBucketWriter, RIBucketReader,
     RIIntroducerPublisherAndSubscriberService_v2, RIIntroducerSubscriberClient_v2)}
-
-
-def describe(constraint: Any) -> dict:
-    """Describe a Foolscap constraint in the vector file's vocabulary."""
-    kind = type(constraint).__name__
-    out: dict[str, Any] = {"constraint": kind}
-    if kind == "ByteStringConstraint":
-        out.update(maxLength=constraint.maxLength, minLength=constraint.minLength)
-    elif kind == "IntegerConstraint":
-        out.update(maxBytes=constraint.maxBytes)
-    elif kind in ("SetConstraint", "ListConstraint"):
-        out.update(maxLength=constraint.maxLength, element=describe(constraint.constraint))
-        if kind == "ListConstraint":
-            out.update(minLength=constraint.minLength)
-    elif kind == "TupleConstraint":
-        out.update(elements=[describe(c) for c in constraint.constraints])
-    elif kind == "DictConstraint":
-        out.update(maxKeys=constraint.maxKeys, key=describe(constraint.keyConstraint),
-                   value=describe(constraint.valueConstraint))
-    elif kind == "RemoteInterfaceConstraint":
-        iface = constraint.interface
-        out.update(interface=iface.__remote_name__ if iface is not None else None)
-    elif kind == "PolyConstraint":
-        out.update(alternatives=[describe(c) for c in constraint.alternatives])
-    return out
 
 
 def test_names_match() -> None:
