@@ -4,35 +4,28 @@ Options, defaults, messages and exit codes follow ``reference/frontends.md``
 §1.2. This module also holds what ``create-client`` and ``create-introducer``
 share with it (:func:`run_create`). Standard library only, apart from the
 node-directory shell :mod:`tahoe.node.nodedir`; no Twisted, no Foolscap.
-``--join CODE`` (``docs/invites.md``) imports the wormhole exchange when it
-runs, and builds the directory beside its place, renamed into it only once
-complete, so a failed join leaves nothing behind.
+``--join CODE`` is :mod:`tahoe.cli.join`.
 """
 from __future__ import annotations
 
 import argparse
 import os
-import shutil
-import tempfile
 from collections.abc import Mapping
 from typing import NoReturn, TextIO
 
-import attrs
-
-from ..invite.errors import BadInviteCode, InviteError
-from ..invite.messages import APP_ID, DEFAULT_MAILBOX_URL, Invite, check_code
+from ..invite.errors import InviteError
+from ..invite.messages import APP_ID, DEFAULT_MAILBOX_URL
 from ..node.config import CLIENT, INTRODUCER
 from ..node.errors import ConfigError, DirectoryNotEmpty
 from ..node.nodedir import (DEFAULT_WEB_PORT, NodeOptions, allocate_tcp_port,
                             create_node_directory, quote_path)
+from .join import DEFAULT_JOIN_TIMEOUT, check_join_options, join_and_create
 
 #: Exit status when the target directory is not empty (Tahoe returns -1).
 EXIT_NOT_EMPTY = 255
 EXIT_USAGE = 1
 LISTENERS = ("i2p", "none", "tcp", "tor")
 DEFAULT_NODEDIR = "~/.tahoe"
-#: Seconds ``--join`` waits for the inviter's first message (a wrong code gets none).
-DEFAULT_JOIN_TIMEOUT = 60.0
 
 _SYNOPSIS = {
     "create-node": "[options] [NODEDIR]",
@@ -223,10 +216,9 @@ def _node_options(command: str, args: argparse.Namespace) -> NodeOptions:
                            tub_location=location)
     if args.join is not None:
         try:
-            check_code(args.join.strip())
-        except BadInviteCode as e:
-            raise UsageError(f"--join: {e}") from None
-        _join_timeout(args)
+            check_join_options(args.join, args.join_timeout)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
     needed, happy, total = _shares(args)
     nickname = args.nickname or ""
     if "\n" in nickname or "\r" in nickname:
@@ -243,87 +235,6 @@ def _node_options(command: str, args: argparse.Namespace) -> NodeOptions:
         tub_location=location, introducer_furl=args.introducer or None,
         shares_needed=needed, shares_happy=happy, shares_total=total,
         storage_enabled=storage, storage_dir=storage_dir, helper_enabled=helper)
-
-
-def _join_timeout(args: argparse.Namespace) -> float:
-    try:
-        seconds = float(args.join_timeout)
-    except ValueError:
-        seconds = -1.0
-    if not 0 < seconds < 1e6:
-        raise UsageError("--join-timeout must be a positive number of seconds")
-    return seconds
-
-
-def _receive_invite(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> Invite:
-    """Run the joining side of the invite exchange (imports Twisted and magic-wormhole)."""
-    from ..invite.exchange import receive_invite, run_exchange
-    code, timeout = args.join.strip(), _join_timeout(args)
-    return run_exchange(lambda reactor: receive_invite(
-        reactor, args.wormhole_server, args.wormhole_invite_appid, code, timeout,
-        stdout, stderr))
-
-
-def _apply_invite(options: NodeOptions, invite: Invite, stdout: TextIO) -> NodeOptions:
-    """The options with what the inviter sets (as Tahoe: introducer, nickname, encoding)."""
-    stdout.write(f"Encoding: {invite.shares_needed} of {invite.shares_total} shares,"
-                 f" on at least {invite.shares_happy} servers\n"
-                 "Overriding the following config:\n"
-                 "  introducer: [sensitive data; see tahoe.cfg]\n")
-    nickname = options.nickname
-    if invite.nickname:
-        nickname = invite.nickname
-        stdout.write(f"  nickname: {nickname}\n")
-    return attrs.evolve(options, introducer_furl=invite.introducer_furl, nickname=nickname,
-                        shares_needed=invite.shares_needed, shares_happy=invite.shares_happy,
-                        shares_total=invite.shares_total)
-
-
-def _missing_ancestors(path: str) -> list[str]:
-    """The ancestors of ``path`` that do not exist, deepest first."""
-    missing = []
-    parent = os.path.dirname(path)
-    while parent and not os.path.exists(parent) and parent != os.path.dirname(parent):
-        missing.append(parent)
-        parent = os.path.dirname(parent)
-    return missing
-
-
-def _join_and_create(args: argparse.Namespace, basedir: str, options: NodeOptions,
-                     stdout: TextIO, stderr: TextIO) -> tuple[NodeOptions, list[str]]:
-    """``--join``: receive the invite, then create the node directory all at once.
-
-    The directory is built in a fresh directory beside ``basedir`` (made before
-    the exchange, so an unwritable place fails before the one-time code is
-    spent) and renamed into place when complete; on any failure it is removed,
-    with any parent directories made for it.
-
-    :raises DirectoryNotEmpty: before the exchange, if ``basedir`` is not empty.
-    :raises InviteError: if the exchange fails.
-    """
-    if os.path.exists(basedir) and (not os.path.isdir(basedir) or os.listdir(basedir)):
-        raise DirectoryNotEmpty(basedir)
-    made_parents = _missing_ancestors(basedir)
-    os.makedirs(os.path.dirname(basedir), exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=f".{os.path.basename(basedir)}.joining-",
-                               dir=os.path.dirname(basedir))
-    try:
-        options = _apply_invite(options, _receive_invite(args, stdout, stderr), stdout)
-        built = os.path.join(staging, "node")
-        problems = create_node_directory(built, options)
-        if os.path.exists(basedir) and (not os.path.isdir(basedir) or os.listdir(basedir)):
-            raise DirectoryNotEmpty(basedir)
-        os.replace(built, basedir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        for parent in made_parents:
-            try:
-                os.rmdir(parent)
-            except OSError:
-                break
-        raise
-    os.rmdir(staging)
-    return options, problems
 
 
 def _config_error_text(error: ConfigError) -> str:
@@ -361,7 +272,9 @@ def run_create(command: str, argv: list[str], stdout: TextIO, stderr: TextIO,
         basedir = resolve_basedir(args, env, default)
         options = _node_options(command, args)
         if command != "create-introducer" and args.join is not None:
-            options, problems = _join_and_create(args, basedir, options, stdout, stderr)
+            options, problems = join_and_create(
+                basedir, options, args.join, float(args.join_timeout), args.wormhole_server,
+                args.wormhole_invite_appid, stdout, stderr)
         else:
             problems = create_node_directory(basedir, options)
     except _HelpShown:
