@@ -1,7 +1,6 @@
 """Our Foolscap interfaces carry Tahoe 1.20's exact names, argument order and constraints."""
 from __future__ import annotations
 
-
 import pytest
 from foolscap.remoteinterface import RemoteInterfaceClass
 

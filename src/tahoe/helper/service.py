@@ -14,7 +14,9 @@ Memory is one chunk of ciphertext and one segment at a time.
 from __future__ import annotations
 
 import os
+import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,8 @@ CHUNK_SIZE = 128 * 1024
 HEADER_READ = 0x44
 #: Files in CHK_incoming and CHK_encoding older than this count as old (Tahoe's 48 hours).
 OLD_AGE = 2 * 86400
+#: Disk space a fetch leaves free: a file that would not fit beside it is refused.
+RESERVED_SPACE = 1024 * 1024
 
 COUNTER_NAMES = ("chk_upload_helper.upload_requests",
                  "chk_upload_helper.upload_already_present",
@@ -53,6 +57,15 @@ COUNTER_NAMES = ("chk_upload_helper.upload_requests",
 
 class NoReaders(Exception):
     """Every client offering this file's ciphertext went away."""
+
+
+class HelperFull(Exception):
+    """The helper's disk has no room for the rest of this file's ciphertext."""
+
+
+def disk_free(path: Path) -> int:
+    """Bytes free for an unprivileged writer on the file system of ``path``."""
+    return shutil.disk_usage(path).free
 
 
 @implementer(RICHKUploadHelper)
@@ -158,6 +171,10 @@ class CHKUploadHelper(Referenceable):  # type: ignore[misc]
         if self.have > size:  # not this file's ciphertext after all: start over
             self.incoming.unlink()
             self.have = 0
+        free = self.helper.free_space(self.helper.incoming_dir)
+        if size - self.have > free - RESERVED_SPACE:
+            raise HelperFull(f"the helper has {free} bytes of disk free; this file needs "
+                             f"{size - self.have} more (and {RESERVED_SPACE} kept free)")
         with open(self.incoming, "ab") as out:
             while self.have < size:
                 want = min(CHUNK_SIZE, size - self.have)
@@ -195,13 +212,17 @@ class Helper(Referenceable):  # type: ignore[misc]
     :param broker: the storage servers to check and to upload to.
     :param uploader: places the shares (its :meth:`~Uploader.upload_ciphertext`).
     :param stats: the node's statistics, where the counters also go.
+    :param free_space: bytes free on the file system of a path (a file whose ciphertext
+        would not fit in it, less :data:`RESERVED_SPACE`, is refused before any is fetched).
     """
 
     VERSION = {b"http://allmydata.org/tahoe/protocols/helper/v1": {},
                b"application-version": APPLICATION_VERSION.encode("ascii")}
 
     def __init__(self, basedir: Path, broker: StorageBroker, uploader: Uploader,
-                 stats: Statistics | None = None) -> None:
+                 stats: Statistics | None = None,
+                 free_space: Callable[[Path], int] = disk_free) -> None:
+        self.free_space = free_space
         self.incoming_dir = basedir / "CHK_incoming"
         self.encoding_dir = basedir / "CHK_encoding"
         self.incoming_dir.mkdir(parents=True, exist_ok=True)
