@@ -1,4 +1,5 @@
-"""The helper refuses a file its disk has no room for, before fetching any of it.
+"""The helper refuses a file its disk has no room for, before fetching any of it; a late
+caller of an upload that ended gets its outcome.
 
 In-process, over real Foolscap on 127.0.0.1: our helper on one Tub (with a
 broker that knows no storage server, and the free space it sees given), our
@@ -17,9 +18,10 @@ from tahoe.client.broker import StorageBroker
 from tahoe.client.uploadable import BytesUploadable
 from tahoe.client.uploader import Uploader
 from tahoe.crypto.lease_secrets import ClientLeaseSecrets
-from tahoe.helper.assisted import upload_through_helper
+from tahoe.helper.assisted import EncryptedUploadable, upload_through_helper
 from tahoe.helper.service import RESERVED_SPACE, Helper
 from tahoe.immutable.params import EncodingParameters
+from tahoe.util.hashutil import storage_index_from_key
 from tests.integration.storage_fixtures import new_tub
 from tests.support.ports import free_port
 
@@ -64,6 +66,25 @@ async def test_a_file_too_big_for_the_disk_is_refused(tmp_path: Path) -> None:
         kept = list((tmp_path / "helper" / "CHK_encoding").iterdir())
         assert [p.stat().st_size for p in kept] == [len(fits)]
         assert helper.active == {}
+    finally:
+        for tub in tubs:
+            await tub.stopService()
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_late_call_on_an_ended_upload_gets_its_outcome(tmp_path: Path) -> None:
+    """A client calling ``upload`` on an upload helper whose upload already ended (here,
+    refused for lack of disk) gets that outcome at once, and nothing is fetched."""
+    helper, tubs, reference = await start_helper(tmp_path / "helper")
+    try:
+        source = BytesUploadable(os.urandom(FREE))
+        key = b"k" * 16
+        results, upload = await reference.callRemote("upload_chk", storage_index_from_key(key))
+        assert results is None and upload is not None
+        for _ in range(2):
+            with pytest.raises(Exception, match="bytes of disk free"):
+                await upload.callRemote("upload", EncryptedUploadable(source, key, PARAMS))
+        assert helper.counters["chk_upload_helper.fetched_bytes"] == 0
     finally:
         for tub in tubs:
             await tub.stopService()

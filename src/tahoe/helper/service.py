@@ -94,14 +94,21 @@ class CHKUploadHelper(Referenceable):  # type: ignore[misc]
         self._running = False
         self._waiting: list[Deferred] = []
         self._last_failure: Failure | None = None
+        self._outcome: HelperUploadResults | Failure | None = None
 
     def remote_get_version(self) -> dict[bytes, Any]:
         return self.VERSION
 
     def remote_upload(self, reader: Any) -> Deferred:
         """Take ciphertext from ``reader`` (with any other client's); fire with the results."""
-        self.readers.append(reader)
         d: Deferred = Deferred()
+        if self._outcome is not None:  # a late caller of an upload that ended: its outcome
+            if isinstance(self._outcome, Failure):
+                d.errback(self._outcome)
+            else:
+                d.callback(self._outcome)
+            return d
+        self.readers.append(reader)
         self._waiting.append(d)
         if not self._running:
             self._running = True
@@ -193,6 +200,7 @@ class CHKUploadHelper(Referenceable):  # type: ignore[misc]
 
     def _done(self, outcome: Any) -> None:
         """Answer every waiting client, then leave the service's table of active uploads."""
+        self._outcome = outcome
         waiting, self._waiting = self._waiting, []
         self.readers = []
         if isinstance(outcome, Failure):
@@ -201,7 +209,10 @@ class CHKUploadHelper(Referenceable):  # type: ignore[misc]
             self.status = f"failed: {outcome.getErrorMessage()}"
         self.helper.upload_finished(self)
         for d in waiting:
-            d.callback(outcome) if not isinstance(outcome, Failure) else d.errback(outcome)
+            if isinstance(outcome, Failure):
+                d.errback(outcome)
+            else:
+                d.callback(outcome)
 
 
 @implementer(RIHelper)
