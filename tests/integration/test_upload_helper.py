@@ -87,8 +87,12 @@ def test_ten_megabytes_through_the_helper(setup: HelperSetup) -> None:
     data = os.urandom(10_000_000)
     before_sent = client_sent(setup.proxy)
     before = helper_counters(setup.helper)
+    started = time.monotonic()
     cap = setup.client.upload(data, timeout=120)
+    elapsed = time.monotonic() - started
     sent = client_sent(setup.proxy) - before_sent
+    print(f"10 MB through the helper: the client sent {sent:,} bytes "
+          f"({sent / len(data):.4f}x) in {elapsed:.2f} s")
     after = helper_counters(setup.helper)
     assert after["chk_upload_helper.fetched_bytes"] - \
         before["chk_upload_helper.fetched_bytes"] == len(data)
