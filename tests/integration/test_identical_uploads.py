@@ -33,9 +33,9 @@ from tahoe.util import base32
 
 from tests.integration.conftest import DEFAULT_SHARES
 from tests.support import webapi
-from tests.support.dirapi import WebAPI
+from tests.support.dirapi import cli_directory
 from tests.support.grid import Gateway
-from tests.support.nodes import TahoeTool, our_tahoe
+from tests.support.nodes import TahoeTool, child_env, our_tahoe
 from tests.support.processes import ProcessSet
 from tests.support.proxied_grid import (ProxiedGrid, create_static_client,
                                         proxy_storage_servers, start_static_client)
@@ -213,12 +213,8 @@ def test_backup_and_cp_of_duplicates_loop(twins: Twins, tmp_path: Path) -> None:
     """``tahoe backup`` and ``tahoe cp -r`` of a tree full of duplicates, new content each
     run, complete every time (20 runs), and ``cp -r`` brings the tree back intact."""
     gateway = twins.https[0]
-    cli = tmp_path / "cli"
-    (cli / "private").mkdir(parents=True)
-    (cli / "node.url").write_text(gateway.url + "\n")
-    dircap = WebAPI(gateway.url).ok("POST", "/uri?t=mkdir").text
-    (cli / "private" / "aliases").write_text(f"dup: {dircap}\n")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    cli = cli_directory(tmp_path / "cli", gateway.url, "dup")
+    env = child_env()
 
     def tahoe(*args: str | os.PathLike[str]) -> subprocess.CompletedProcess[str]:
         return subprocess.run([str(our_tahoe()), "-d", str(cli), *map(str, args)],

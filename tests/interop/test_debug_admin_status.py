@@ -21,7 +21,7 @@ import pytest
 
 from tahoe.caps.parse import parse_cap
 from tahoe.util import base32
-from tests.support.dirapi import WebAPI
+from tests.support.dirapi import WebAPI, cli_directory
 from tests.support.grid import Grid, in_parallel
 from tests.support.nodes import our_tahoe
 
@@ -187,11 +187,7 @@ def test_webopen_opens_the_urls_tahoe_opens(tahoe120: Path, our_grid: Grid,
     """webopen hands the browser the same URLs as Tahoe's: the welcome page, a path under
     an alias, and its t=info page; with no browser it says so and prints the URL."""
     node = our_grid.storage_nodes[0]
-    cli = tmp_path / "cli"
-    (cli / "private").mkdir(parents=True)
-    (cli / "node.url").write_text(node.url + "\n")
-    dircap = WebAPI(node.url).ok("POST", "/uri?t=mkdir").text
-    (cli / "private" / "aliases").write_text(f"web: {dircap}\n")
+    cli = cli_directory(tmp_path / "cli", node.url, "web")
     browser = tmp_path / "browser"
     opened = tmp_path / "opened"
     browser.write_text(f"#!/bin/sh\necho \"$1\" >> {opened}\n")

@@ -10,6 +10,7 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -145,3 +146,13 @@ def multipart(fields: dict[str, str], files: dict[str, tuple[str, bytes]]
                      .encode() + data + b"\r\n")
     parts.append(f"--{boundary}--\r\n".encode())
     return b"".join(parts), {"Content-Type": f"multipart/form-data; boundary={boundary}"}
+
+
+def cli_directory(directory: Path, node_url: str, alias: str) -> Path:
+    """A CLI node directory (``tahoe -d``) for the gateway at ``node_url``, with a new
+    directory under ``alias:``; returns ``directory``."""
+    (directory / "private").mkdir(parents=True)
+    (directory / "node.url").write_text(node_url + "\n")
+    dircap = WebAPI(node_url).ok("POST", "/uri?t=mkdir").text
+    (directory / "private" / "aliases").write_text(f"{alias}: {dircap}\n")
+    return directory

@@ -19,7 +19,6 @@ from ..node.config import CLIENT, INTRODUCER
 from ..node.errors import ConfigError, DirectoryNotEmpty
 from ..node.nodedir import (DEFAULT_WEB_PORT, NodeOptions, allocate_tcp_port,
                             create_node_directory, quote_path)
-from .join import DEFAULT_JOIN_TIMEOUT, check_join_options, join_and_create
 
 #: Exit status when the target directory is not empty (Tahoe returns -1).
 EXIT_NOT_EMPTY = 255
@@ -74,6 +73,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _make_parser(command: str, stdout: TextIO) -> _Parser:
+    # --join's code is imported by the create commands only: ``tahoe run`` imports this
+    # module for expand_home, and a running node loads no invite code.
+    from .join import DEFAULT_JOIN_TIMEOUT
     parser = _Parser(stdout, prog=f"tahoe {command}",
                      usage=f"tahoe [global-options] {command} {_SYNOPSIS[command]}",
                      description=_DESCRIPTION[command])
@@ -215,6 +217,7 @@ def _node_options(command: str, args: argparse.Namespace) -> NodeOptions:
         return NodeOptions(node_type=INTRODUCER, web_port="", tub_port=port,
                            tub_location=location)
     if args.join is not None:
+        from .join import check_join_options
         try:
             check_join_options(args.join, args.join_timeout)
         except ValueError as e:
@@ -272,6 +275,7 @@ def run_create(command: str, argv: list[str], stdout: TextIO, stderr: TextIO,
         basedir = resolve_basedir(args, env, default)
         options = _node_options(command, args)
         if command != "create-introducer" and args.join is not None:
+            from .join import join_and_create
             options, problems = join_and_create(
                 basedir, options, args.join, float(args.join_timeout), args.wormhole_server,
                 args.wormhole_invite_appid, stdout, stderr)
