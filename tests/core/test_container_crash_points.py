@@ -99,7 +99,7 @@ def test_a_lease_trim_interrupted_anywhere_keeps_the_other_leases(
         readable = container.leases()
         assert all(lease in readable for lease in kept), f"interrupted after {point} writes"
         assert all(lease in leases for lease in readable), f"interrupted after {point} writes"
-        assert container.read_share_data(0, len(data)) == data
+        assert container.read_share_data(0, len(data) + 1) == data
     assert ImmutableContainer.open(MemoryFile(states[-1])).leases() == kept
     assert states[-1] == _immutable(data, kept) if kept else len(states[-1]) == 12 + len(data)
 
@@ -189,3 +189,32 @@ def test_a_lease_append_the_disk_cuts_short_leaves_the_share_as_it_was(room: int
     with pytest.raises(OSError):
         ImmutableContainer.open(file).append_lease(_lease(2))
     assert file.getvalue() == before
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 4])
+def test_a_lease_append_interrupted_anywhere_keeps_every_lease(count: int) -> None:
+    """Adding a lease (``add_lease``, an allocation of a share already held): at every
+    point the old leases are all readable, nothing else reads as a lease, and the share
+    data reads back exactly, even past its end (found by SIGKILLed servers: appended,
+    then counted, the first lease read as share data, and a read one byte past the data
+    got that record's first byte)."""
+    data = bytes(range(256)) * 2
+    leases = [_lease(n) for n in range(max(count, 1))]
+    before = _immutable(data, leases)
+    if count == 0:
+        before = before[:12 + len(data)]
+        before = before[:8] + (0).to_bytes(4, "big") + before[12:]
+        leases = []
+    added = _lease(50)
+
+    def append(file: RecordingFile) -> None:
+        ImmutableContainer.open(file).append_lease(added)
+    states = states_after_each_change(before, append)
+    for point, state in enumerate(states):
+        container = ImmutableContainer.open(MemoryFile(state))
+        readable = container.leases()
+        assert all(lease in readable for lease in leases), f"interrupted after {point} writes"
+        assert all(lease in leases + [added] for lease in readable), f"after {point} writes"
+        assert container.read_share_data(0, len(data) + 1) == data, f"after {point} writes"
+    assert states[-1] == _immutable(data, leases + [added]) if leases else True
+    assert ImmutableContainer.open(MemoryFile(states[-1])).leases() == leases + [added]

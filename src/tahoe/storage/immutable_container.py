@@ -69,11 +69,15 @@ class ImmutableContainer:
     """
 
     def __init__(self, file: RandomAccessFile, version: int, num_leases: int,
-                 data_length: int) -> None:
+                 data_length: int, region: int | None = None) -> None:
+        """:param data_length: the share data's length (reads stop there).
+        :param region: the bytes between the header and the leases, when more than
+            ``data_length`` (records a change left there as it was interrupted)."""
         self._file = file
         self._version = version
         self._num_leases = num_leases
         self._data_length = data_length
+        self._region = data_length if region is None else region
 
     @classmethod
     def open(cls, file: RandomAccessFile) -> "ImmutableContainer":
@@ -83,11 +87,20 @@ class ImmutableContainer:
         :raises UnknownContainer: if the version is not 1 or 2.
         """
         header = parse_header(file.read_at(0, HEADER_SIZE))
-        data_length = file.size() - HEADER_SIZE - IMMUTABLE_LEASE_SIZE * header.num_leases
-        if data_length < 0:
+        region = file.size() - HEADER_SIZE - IMMUTABLE_LEASE_SIZE * header.num_leases
+        if region < 0:
             raise CorruptContainer(
                 f"immutable container claims {header.num_leases} leases, more than fit")
-        return cls(file, header.version, header.num_leases, data_length)
+        # The leases are the last records of the file, and the share data is what comes
+        # before them (Tahoe's rule: the header's length field is not trusted), except
+        # that a lease change interrupted half way leaves whole records between the
+        # allocated size the header keeps and the leases: those are never share data.
+        data_length = region
+        extra = region - header.data_length_field
+        if 0 < extra and extra % IMMUTABLE_LEASE_SIZE == 0 \
+                and header.data_length_field < DATA_LENGTH_FIELD_MAX:
+            data_length = header.data_length_field
+        return cls(file, header.version, header.num_leases, data_length, region)
 
     @classmethod
     def create(cls, file: RandomAccessFile, allocated_size: int, first_lease: Lease,
@@ -130,7 +143,7 @@ class ImmutableContainer:
 
     @property
     def _lease_offset(self) -> int:
-        return DATA_OFFSET + self._data_length
+        return DATA_OFFSET + self._region
 
     def read_share_data(self, offset: int, length: int) -> bytes:
         """Share-data bytes ``[offset, offset+length)``, cut short at the end of the data.
@@ -182,12 +195,22 @@ class ImmutableContainer:
     def append_lease(self, lease: Lease) -> None:
         """Append a lease record after the last one and count it.
 
-        A write the disk cuts short (a full disk) is undone: part of a record left at the
-        end of the file would shift where every lease is read from.
+        Crash-safe, as :meth:`remove_leases`: appending the record and then counting it
+        (Tahoe's order) leaves a window in which the count says the old number of leases
+        while the file ends with the new record, so the first lease reads as share data
+        and is lost. So the new record is appended followed by a copy of the old ones
+        (the last records are still exactly the old leases), then counted (the last
+        records are the new lease and the old ones), and the file is cut after the new
+        record, which leaves Tahoe's layout: the old records, then the new one. A write
+        the disk cuts short (a full disk) is undone.
         """
-        self._append(pack_immutable_lease(lease))
+        start = self._lease_offset
+        old = self._file.read_at(start, IMMUTABLE_LEASE_SIZE * self._num_leases)
+        record = pack_immutable_lease(lease)
+        self._append(record + old)
         self._num_leases += 1
         self._file.write_at(_COUNT_OFFSET, _COUNT.pack(self._num_leases))
+        self._file.truncate(start + len(old) + len(record))
 
     def _append(self, records: bytes) -> None:
         """Write ``records`` at the end of the file, or, if that fails, leave it as it was."""
