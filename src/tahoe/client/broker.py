@@ -36,6 +36,12 @@ from .storage_foolscap import FoolscapStorageClient
 STORAGE_V1 = b"http://allmydata.org/tahoe/protocols/storage/v1"
 
 
+def maximum_immutable_share_size(version: Mapping[bytes, Any]) -> int | None:
+    """The largest immutable share a server's version dict says it accepts, if it says."""
+    value = version.get(STORAGE_V1, {}).get(b"maximum-immutable-share-size")
+    return value if isinstance(value, int) else None
+
+
 def _same_address(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     """Whether two announcements of a server reach it the same way (FURL and NURLs)."""
     return all(old.get(key) == new.get(key)
@@ -111,8 +117,7 @@ class StorageServerHandle:
     @property
     def maximum_immutable_share_size(self) -> int | None:
         """The largest immutable share the server says it accepts."""
-        value = (self.version or {}).get(STORAGE_V1, {}).get(b"maximum-immutable-share-size")
-        return value if isinstance(value, int) else None
+        return maximum_immutable_share_size(self.version or {})
 
     @property
     def application_version(self) -> str | None:

@@ -48,11 +48,10 @@ from twisted.internet.defer import Deferred, DeferredLock, DeferredList
 from twisted.internet.task import deferLater
 from twisted.internet.threads import deferToThread
 from twisted.python import log
-from twisted.python.failure import Failure
 
 from ..caps.mutable import MDMFReadCap, MDMFWriteCap, MutableFormat, SSKReadCap, SSKWriteCap
 from ..crypto.lease_secrets import ClientLeaseSecrets
-from ..crypto.rsa import SigningKey, generate_signing_key
+from ..crypto.rsa import SigningKey
 from ..mutable.encoder import encode_version, salts_needed
 from ..mutable.errors import (MutableFormatError, NotEnoughShares, UncoordinatedWriteError,
                               UnrecoverableFile)
@@ -65,6 +64,7 @@ from ..mutable.update import UpdateNotInPlace, splice_bytes
 from ..mutable.version import VersionInfo
 from ..stats.registry import Statistics
 from .history import OperationHistory
+from .keypool import KeyPool
 from .broker import StorageBroker, StorageServerHandle
 from .mapupdate import Probe, report_corrupt, survey
 from .mutable_update import judge_write_answers, update_in_place
@@ -98,52 +98,6 @@ READ_ATTEMPTS = 8
 #: left to fetch, so no write can replace them between the two reads. Directories of a
 #: few hundred entries, written often, are the case; bytes past a share's end cost nothing.
 WHOLE_SHARE_PROBE = 64 * 1024
-
-
-class KeyPool:
-    """A few RSA-2048 keys generated ahead of need, in a worker thread."""
-
-    def __init__(self, size: int = 2) -> None:
-        self._size = size
-        self._ready: list[SigningKey] = []
-        self._filling = 0
-        self._waiters: list[Deferred] = []
-
-    def start(self) -> None:
-        """Begin filling the pool."""
-        self._refill()
-
-    def _refill(self) -> None:
-        while len(self._ready) + self._filling < self._size + len(self._waiters):
-            self._filling += 1
-            d = deferToThread(generate_signing_key)
-            d.addCallbacks(self._made, self._failed)
-
-    def _made(self, key: SigningKey) -> None:
-        self._filling -= 1
-        if self._waiters:
-            self._waiters.pop(0).callback(key)
-        else:
-            self._ready.append(key)
-
-    def _failed(self, failure: Failure) -> None:
-        self._filling -= 1
-        log.err(failure, "RSA key generation failed")
-        if self._waiters:
-            self._waiters.pop(0).errback(failure)
-
-    async def get(self) -> SigningKey:
-        """A fresh key (at once when one is ready)."""
-        if self._ready:
-            key = self._ready.pop(0)
-            self._refill()
-            return key
-        d: Deferred = Deferred()
-        self._waiters.append(d)
-        self._refill()
-        key: SigningKey = await d
-        self._refill()
-        return key
 
 
 class MutableClient:

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from .checker import Checker
     from .dirnode import DirectoryClient
     from .downloader import Downloader, FileDownload
-    from .mutable import KeyPool, MutableClient
+    from .keypool import KeyPool
+    from .mutable import MutableClient
     from .uploadable import Uploadable
     from .uploader import Uploader, UploadResult
 
@@ -74,7 +75,7 @@ class ClientServices:
     @cached_property
     def keypool(self) -> KeyPool:
         """RSA keys for new mutable files (see :meth:`expect_use`)."""
-        from .mutable import KeyPool
+        from .keypool import KeyPool
         return KeyPool()
 
     @cached_property
