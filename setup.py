@@ -24,6 +24,8 @@ setup(
         "cbor2",
         "httptools",
         "magic-wormhole",  # tahoe invite, create-client/create-node --join (imported only there)
+        "defusedxml",  # the S3 gateway's request bodies (XML with safe defaults)
+        "crc32c",  # the S3 gateway's x-amz-checksum-crc32c
     ],
     extras_require={
         "test": [
@@ -33,6 +35,8 @@ setup(
             "hypothesis",
             "selenium",
             "magic-wormhole-mailbox-server",  # a local mailbox for the invite tests
+            "boto3",  # S3 gateway tests and benchmark
+            "awscli",  # the aws command, against the S3 gateway
         ],
         "bench": [
             "matplotlib",
