@@ -12,7 +12,11 @@
 #                (tests/integration/test_sftp.py)
 #   restic, rclone
 #                backup and sync tools no one here wrote, run end to end over the SFTP
-#                frontend (tests/integration/test_sftp_real_clients.py)
+#                frontend (tests/integration/test_sftp_real_clients.py), and over the
+#                S3 gateway (tests/integration/test_s3_clients.py)
+#   s3cmd        a third S3 client with its own SigV4 signer and multipart code
+#                (tests/integration/test_s3_clients.py); the aws CLI and boto3 come
+#                from PyPI (setup.py's test extra)
 #   iptables     random packet loss on the links of the multi-host grid in network
 #                namespaces (tests/integration/test_netns_grid.py), where the kernel
 #                has no sch_netem; iproute2 (ip netns, tc) is already part of Debian
@@ -56,6 +60,7 @@ command -v sftp >/dev/null 2>&1 && command -v ssh-keygen >/dev/null 2>&1 || miss
 command -v sshfs >/dev/null 2>&1 || missing="$missing sshfs"
 command -v restic >/dev/null 2>&1 || missing="$missing restic"
 command -v rclone >/dev/null 2>&1 || missing="$missing rclone"
+command -v s3cmd >/dev/null 2>&1 || missing="$missing s3cmd"
 command -v iptables >/dev/null 2>&1 || [ -x /usr/sbin/iptables ] || missing="$missing iptables"
 
 if [ -z "$missing" ]; then
@@ -82,3 +87,4 @@ stop_daemon
 command -v sftp >/dev/null 2>&1 || { say "sftp still missing after install"; exit 1; }
 command -v restic >/dev/null 2>&1 || { say "restic still missing after install"; exit 1; }
 command -v rclone >/dev/null 2>&1 || { say "rclone still missing after install"; exit 1; }
+command -v s3cmd >/dev/null 2>&1 || { say "s3cmd still missing after install"; exit 1; }
