@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +24,7 @@ import pytest
 
 from tests.integration.conftest import DEFAULT_SHARES
 from tests.support.dirapi import WebAPI
+from tests.support.programs import require
 from tests.support.proxied_grid import ProxiedGrid
 from tests.support.reliability import fault_run
 from tests.support.sftp import (CLIENT_TIMEOUT, FX_BAD_MESSAGE, FX_OK, RawSFTP, SFTPNode,
@@ -32,7 +32,6 @@ from tests.support.sftp import (CLIENT_TIMEOUT, FX_BAD_MESSAGE, FX_OK, RawSFTP, 
 from tests.support.trees import same_trees
 
 FAULT_CLASS = "SFTP real clients"
-INSTALL = Path(__file__).parents[2] / "misc" / "ci" / "install-system-packages.sh"
 #: What must never be in the node's log once real clients have used it (the last: a
 #: request failed for a reason the frontend did not expect).
 LOG_ERRORS = ("Unhandled Error", "Unhandled error", "AssertionError", "Could not adapt",
@@ -54,20 +53,6 @@ def assert_log_clean(node: SFTPNode) -> None:
     text = node.log.read_text(encoding="utf-8", errors="replace")
     found = [error for error in LOG_ERRORS if error in text]
     assert not found, f"{found} in {node.log}"
-
-
-def require(program: str) -> None:
-    """``program`` is installed, by misc/ci/install-system-packages.sh if missing; a test
-    without it fails under CI and is skipped elsewhere."""
-    if shutil.which(program) is None:
-        result = subprocess.run(["sh", str(INSTALL)], capture_output=True, text=True,
-                                timeout=600, stdin=subprocess.DEVNULL)
-        if shutil.which(program) is None:
-            message = (f"{program} is missing and {INSTALL} could not install it"
-                       f" (exit {result.returncode}): {result.stderr.strip()}")
-            if os.environ.get("CI"):
-                pytest.fail(message)
-            pytest.skip(message)
 
 
 def tool_env(home: Path) -> dict[str, str]:
