@@ -74,7 +74,9 @@ def _comparable(share: Any) -> tuple:
 
 def assert_index_in_step(server: StorageServer) -> None:
     """The server's index holds exactly what its files hold (a fresh index is trusted), and
-    its running totals are those of its rows."""
+    its running totals are those of its rows (once the reactor turn has ended: rows of
+    shares closed in it written)."""
+    server.index.flush_closed()
     if server.index.fresh:
         on_disk = shares_on_disk(Path(server.index.storage_dir))
         assert shares_indexed(server) == on_disk

@@ -350,3 +350,32 @@ def test_an_older_index_file_loses_its_unused_expiration_index(tmp_path: Path) -
     assert "shares_by_min_expiration" not in names
     assert [share.shnum for share in index.all_shares()] == [0]
     index.close()
+
+
+def test_the_rows_of_one_turns_closes_are_written_together(root: Path, clock: Clock,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """With batching (a node's server), the shares closed in one reactor turn get their rows
+    in one transaction at the turn's end; the index runs late, never ahead, and a question
+    to it about one of their storage indexes meanwhile writes them first."""
+    server = make_server(root, clock, batch_index=True)
+    transactions: list[int] = []
+    original = ShareIndex._put_many
+
+    def counting(self: ShareIndex, db: sqlite3.Connection, shares: object,
+                 known: object = None) -> None:
+        shares = list(shares)  # type: ignore[call-overload]
+        transactions.append(len(shares))
+        original(self, db, shares, known)
+    monkeypatch.setattr(ShareIndex, "_put_many", counting)
+    _upload(server, 1, {0, 1, 2})
+    _upload(server, 2, {5})
+    assert transactions == [] and server.index.index.totals.shares == 0  # late
+    clock.advance(0)
+    assert transactions == [4]
+    assert server.index.index.totals.shares == 4 and server.index.index.totals.buckets == 2
+    _upload(server, 3, {0})
+    assert set(server.get_buckets(_si(3))) == {0}  # a question writes the pending rows first
+    assert transactions == [4, 1]
+    clock.advance(0)
+    assert transactions == [4, 1]  # nothing left for the turn's end
+    assert_index_in_step(server)

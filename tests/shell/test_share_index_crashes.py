@@ -6,7 +6,8 @@ Each case writes a small population with the real :class:`StorageServer`
 a live lease), stops it cleanly, then runs one operation in a child process
 (``tests/support/storage_crash.py``) that dies with ``os._exit`` at a chosen
 point: after the files changed and before the index heard of it, inside the
-index's transaction, between a garbage-collection unlink and its ``rmdir``,
+index's transaction (also of a batch: the rows of the shares closed in one reactor
+turn, written together), between a garbage-collection unlink and its ``rmdir``,
 after a lease trim, half way through a rebuild. The test then starts a server
 on the directory, as a node restarting would, and runs the lease checker with
 garbage collection on.
@@ -119,6 +120,12 @@ def _leases(root: Path, si: bytes, shnum: int) -> int:
 # (operation, crash point, the storage index it acts on, index deleted first)
 CASES = {
     "upload, then crash before the index": ("upload", "before-index-update", NEW, False),
+    # a batch of rows (the shares closed in one reactor turn) cut short: never begun,
+    # or after its first row
+    "batch of closes, crash before it is written":
+        ("upload-batch", "before-index-update", NEW, False),
+    "batch of closes, crash inside its transaction":
+        ("upload-batch", "mid-index-transaction", NEW, False),
     "lease renewal, then crash before the index": ("renew", "before-index-update", OLD, False),
     "lease renewal, crash inside the index transaction":
         ("renew", "mid-index-transaction", OLD, False),
@@ -159,6 +166,8 @@ def test_a_crash_between_file_and_index_loses_no_live_share(tmp_path: Path, case
         # share 0 was closed (then the crash); share 1 never was, and is gone with incoming/
         assert (NEW, 0) in after and (NEW, 1) not in after
         assert not list((root / paths.SHARES_DIR / paths.INCOMING_DIR).rglob("*"))
+    elif operation == "upload-batch":
+        assert {(NEW, 0), (NEW, 1), (NEW, 2)} <= after  # every close answered is kept
     elif operation == "renew":
         assert {(OLD, 0), (OLD, 1), (OLD, 2)} <= after
     elif operation == "slot-write":

@@ -8,7 +8,8 @@ then ends the process with ``os._exit``, as a power cut or SIGKILL would: no
 :data:`CRASHED` says the crash point was reached; 0 that the operation ended
 without reaching it.
 
-Arguments: ``STORAGE_DIR NOW OPERATION CRASH_POINT``.
+Arguments: ``STORAGE_DIR NOW OPERATION CRASH_POINT SI_HEX``. Operations ending in
+``-batch`` run a server that writes the index rows of one reactor turn together.
 """
 from __future__ import annotations
 
@@ -66,13 +67,13 @@ def _after(owner: Any, name: str) -> None:
 def _mid_put_many() -> None:
     original = share_index.ShareIndex._put_many
 
-    def crashing(self: share_index.ShareIndex, db: Any, shares: Any) -> None:
+    def crashing(self: share_index.ShareIndex, db: Any, shares: Any, known: Any = None) -> None:
         def first_then_die() -> Any:
             for number, share in enumerate(shares):
                 if number == 1:
                     _die()
                 yield share
-        original(self, db, first_then_die())
+        original(self, db, first_then_die(), known)
     share_index.ShareIndex._put_many = crashing  # type: ignore[method-assign]
 
 
@@ -114,7 +115,17 @@ OPERATIONS: dict[str, Callable[[StorageServer, Clock, bytes], Any]] = {
     "slot-delete": lambda server, clock, si: server.slot_testv_and_readv_and_writev(
         si, (WRITE_ENABLER, RENEW, CANCEL), {0: ([], [], 0)}, []),
     "gc": lambda server, clock, si: _gc_cycle(server, clock),
+    # three shares closed in one reactor turn, their rows written together at its end
+    "upload-batch": lambda server, clock, si: _upload_batch(server, clock, si),
 }
+
+
+def _upload_batch(server: StorageServer, clock: Clock, si: bytes) -> None:
+    _, writers = server.allocate_buckets(si, RENEW, CANCEL, {0, 1, 2}, 8)
+    for writer in writers.values():
+        writer.write(0, b"abcdefgh")
+        writer.close()
+    clock.advance(0)  # the turn ends: the batch is written
 
 
 def _upload(server: StorageServer, si: bytes) -> None:
@@ -128,7 +139,7 @@ def main(argv: list[str]) -> int:
     storage_dir, now, operation, crash_point, si_hex = argv
     clock = Clock()
     clock.advance(float(now))
-    server = make_server(Path(storage_dir), clock)
+    server = make_server(Path(storage_dir), clock, batch_index=operation.endswith("-batch"))
     CRASH_POINTS[crash_point]()
     OPERATIONS[operation](server, clock, bytes.fromhex(si_hex))
     return 0

@@ -321,7 +321,7 @@ class Node:
             storage_dir, tubid_bytes(self.tub), self.clock,
             application_version=APPLICATION_VERSION.encode("ascii"),
             reserved_space=storage.reserved_space, readonly=storage.readonly,
-            debug_discard=storage.debug_discard)
+            debug_discard=storage.debug_discard, batch_index=True)
         expire = storage.expire
         policy = ExpiryPolicy(expire.mode, expire.override_lease_duration,  # type: ignore[arg-type]
                               expire.cutoff_date, expire.immutable, expire.mutable)

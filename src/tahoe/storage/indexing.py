@@ -86,6 +86,11 @@ class IndexKeeper:
         #: Shares garbage collection deleted since start.
         self.deleted = 0
         self.closed = False
+        #: With a clock (:meth:`batch_closes`), the shares closed in one reactor turn whose
+        #: rows are still to be written, in one transaction at the turn's end.
+        self._batch_clock: Any = None
+        self._closed_pending: dict[tuple[bytes, int], None] = {}
+        self._flush_call: Any = None
 
     # -- freshness
 
@@ -189,6 +194,7 @@ class IndexKeeper:
         Once only (later calls do nothing)."""
         if self.closed:
             return
+        self.flush_closed()
         self.closed = True
         index = self.index
         if self.fresh:
@@ -222,6 +228,34 @@ class IndexKeeper:
     def share_changed(self, storage_index: bytes, shnum: int) -> None:
         """A share file was created, changed or deleted: bring its row in step."""
         self.refresh([(storage_index, shnum)])
+
+    def batch_closes(self, clock: Any) -> None:
+        """From now on, write the rows of shares closed in one reactor turn together, at the
+        turn's end (``clock.callLater(0, ...)``), in one transaction (:meth:`share_closed`)."""
+        self._batch_clock = clock
+
+    def share_closed(self, storage_index: bytes, shnum: int) -> None:
+        """A new immutable share moved into its bucket. Its row is written at once, or, when
+        batching (:meth:`batch_closes`), with the other shares closed in the same reactor
+        turn, after them all; sooner if the server asks the index about that storage index
+        meanwhile. The index runs late, never ahead: a crash before the write leaves a
+        share without its row, which a crash makes the index rebuild anyway. No lock of the
+        bucket is needed: garbage collection never touches a share with a new lease."""
+        if self._batch_clock is None:
+            self.refresh([(storage_index, shnum)])
+            return
+        self._closed_pending[(storage_index, shnum)] = None
+        if self._flush_call is None:
+            self._flush_call = self._batch_clock.callLater(0, self.flush_closed)
+
+    def flush_closed(self) -> None:
+        """Write the rows of the shares closed and not yet indexed (:meth:`share_closed`)."""
+        call, self._flush_call = self._flush_call, None
+        if call is not None and call.active():
+            call.cancel()
+        if self._closed_pending:
+            keys, self._closed_pending = list(self._closed_pending), {}
+            self.refresh(keys)
 
     def shares_changed(self, storage_index: bytes, shnums: Iterable[int]) -> None:
         """Several shares of one storage index changed (none: nothing to do)."""
@@ -311,6 +345,8 @@ class IndexKeeper:
         trustworthy for that storage index's prefix (ask the files)."""
         if not self.prefix_indexed(prefix_number(storage_index)):
             return None
+        if self._closed_pending and any(si == storage_index for si, _ in self._closed_pending):
+            self.flush_closed()
         return self.index.shares(storage_index)
 
 

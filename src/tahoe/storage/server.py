@@ -90,6 +90,9 @@ class StorageServer:
         ``OSError``. Defaults to ``statvfs``.
     :param index_path: where the share index lives (default
         ``storage/share-index.sqlite``); :meth:`close` closes it.
+    :param batch_index: write the index rows of the shares closed in one reactor turn
+        together, at its end, with ``clock.callLater(0)`` (a node's server; tests
+        driving a fake clock get each row at once unless they ask for this).
     :raises ValueError: if ``nodeid`` is not 20 bytes or ``reserved_space`` is negative.
     """
 
@@ -98,7 +101,8 @@ class StorageServer:
     def __init__(self, storage_dir: str | os.PathLike[str], nodeid: bytes, clock: IReactorTime,
                  *, application_version: bytes, reserved_space: int = 0, readonly: bool = False,
                  debug_discard: bool = False, disk_stats: DiskStats | None = None,
-                 index_path: str | os.PathLike[str] | None = None) -> None:
+                 index_path: str | os.PathLike[str] | None = None,
+                 batch_index: bool = False) -> None:
         if not isinstance(nodeid, bytes) or len(nodeid) != NODEID_SIZE:
             raise ValueError("nodeid must be the 20-byte binary tub id")
         if reserved_space < 0:
@@ -119,6 +123,8 @@ class StorageServer:
         os.makedirs(self._advisory_dir, exist_ok=True)
         # the index judges whether it is fresh before incoming/ is touched
         self.index = IndexKeeper(self._root, index_path)
+        if batch_index:  # the rows of shares closed in one reactor turn written together
+            self.index.batch_closes(clock)
         disk.empty_directory(os.path.join(self._shares_dir, paths.INCOMING_DIR))
         self._slots = SlotOperations(self._path, self._share_files, nodeid, self.available_space)
 
@@ -412,7 +418,7 @@ class StorageServer:
     def _writer_finished(self, writer: BucketWriter) -> None:
         self._writers.pop((writer.storage_index, writer.shnum), None)
         if writer.state is WriterState.CLOSED:
-            self.index.share_changed(writer.storage_index, writer.shnum)
+            self.index.share_closed(writer.storage_index, writer.shnum)
         for listener in self._writer_listeners:
             listener(writer)
 

@@ -305,18 +305,29 @@ class ShareIndex(IndexReader):
         with self._write_lock:
             self._put_many(self.connection, shares)
 
-    def _put_many(self, db: sqlite3.Connection, shares: Iterable[IndexedShare]) -> None:
+    def _put_many(self, db: sqlite3.Connection, shares: Iterable[IndexedShare],
+                  known: dict[bytes, dict[int, IndexedShare]] | None = None) -> None:
+        """Write rows, keeping the totals. ``known``: every row the index holds for the
+        storage indexes written, read in this hold of the write lock (:meth:`update`), so
+        neither a share's old size nor whether its bucket is new need a query."""
         buckets, count, size = self._totals.buckets, self._totals.shares, self._totals.bytes
         db.execute("BEGIN")
         try:
             for share in shares:
-                key = (share.storage_index, share.shnum)
-                old = db.execute("SELECT size FROM shares WHERE si = ? AND shnum = ?",
-                                 key).fetchone()
+                si = share.storage_index
+                rows = known.get(si) if known is not None else None
+                if rows is not None:
+                    was = rows.get(share.shnum)
+                    old = None if was is None else (was.size,)
+                    new_bucket = not rows
+                    rows[share.shnum] = share
+                else:
+                    old = db.execute("SELECT size FROM shares WHERE si = ? AND shnum = ?",
+                                     (si, share.shnum)).fetchone()
+                    new_bucket = old is None and db.execute(
+                        "SELECT 1 FROM shares WHERE si = ? LIMIT 1", (si,)).fetchone() is None
                 if old is None:
-                    if db.execute("SELECT 1 FROM shares WHERE si = ? LIMIT 1",
-                                  (share.storage_index,)).fetchone() is None:
-                        buckets += 1
+                    buckets += new_bucket
                     count += 1
                     size += share.size
                 else:
@@ -352,7 +363,7 @@ class ShareIndex(IndexReader):
                 if was is None or was.row() != share.row():
                     present.append(share)
             if present:
-                self._put_many(db, present)
+                self._put_many(db, present, known)
             if gone:
                 self._remove_many(db, gone)
 
