@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from tahoe.s3.errors import S3Error
 from tahoe.s3.sigv4 import (EMPTY_SHA256, SignedRequest, chunk_signature, parse_request_auth,
                             percent_decode, signing_key, uri_encode, verify_request)
+from tests.vectors import load
 
 # AWS's example credentials, published in the S3 SigV4 documentation.
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
@@ -399,3 +400,21 @@ def test_percent_decode_keeps_stray_percent() -> None:
     assert percent_decode("a+b%20c") == b"a+b c"
     assert uri_encode(b"a/b c~", keep_slash=True) == "a/b%20c~"
     assert uri_encode(b"a/b") == "a%2Fb"
+
+
+WIRE = load("s3/botocore-http-requests.json")
+
+
+@pytest.mark.parametrize("case", WIRE["requests"], ids=lambda c: c["name"])
+def test_requests_captured_from_the_wire_verify(case: dict) -> None:
+    """Requests boto3 really sent to a socket verify, and fail once a header is changed."""
+    request_line, *lines = case["head"].split("\r\n")
+    method, target, _version = request_line.split(" ")
+    path, _, query = target.partition("?")
+    headers = {line.split(":", 1)[0].lower(): line.split(":", 1)[1].strip() for line in lines}
+    req = check(method, path, query, headers, now_of(headers), secret=WIRE["secret"])
+    assert req.credential.access_key == WIRE["access_key"]
+    assert "x-amz-sdk-checksum-algorithm" in req.signed_headers
+    changed = {**headers, "x-amz-sdk-checksum-algorithm": "CRC32C"}
+    assert refusal(method, path, query, changed, now_of(headers),
+                   secret=WIRE["secret"]).code == "SignatureDoesNotMatch"

@@ -345,8 +345,8 @@ def _parse_query_form(params: dict[str, str], headers: Mapping[str, str]) -> Sig
                       " 604800")
     amz_date = params["X-Amz-Date"]
     if not _AMZ_DATE.match(amz_date):
-        raise S3Error(code, f"X-Amz-Date must be in the ISO8601 Long Format"
-                      f" \"yyyyMMdd'T'HHmmss'Z'\"")
+        raise S3Error(code, "X-Amz-Date must be in the ISO8601 Long Format"
+                      " \"yyyyMMdd'T'HHmmss'Z'\"")
     payload = headers.get("x-amz-content-sha256")
     return SignedRequest(
         credential=_credential(params["X-Amz-Credential"], code),
