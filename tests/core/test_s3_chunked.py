@@ -175,12 +175,25 @@ def test_every_truncation_is_incomplete_body() -> None:
     for signed in (False, True):
         body = (signed_body if signed else unsigned_body)([b"hello", b"world"],
                                                            {CRC: crc32_b64(b"helloworld")})
-        for cut in range(len(body)):
+        for cut in range(len(body) - 2):
             dec = decoder(signed, (CRC,), 10)
             dec.feed(body[:cut])
             with pytest.raises(S3Error) as info:
                 dec.finish()
-            assert (info.value.code, info.value.status) == ("IncompleteBody", 400)
+            assert info.value.code in ("IncompleteBody", "MalformedTrailerError")
+            assert info.value.status == 400
+        dec = decoder(signed, (CRC,), 10)
+        dec.feed(body[:-2])
+        assert dec.finish() == {CRC: crc32_b64(b"helloworld")}  # final empty line left out
+
+
+def test_truncated_before_the_trailer_is_refused() -> None:
+    """A body cut right after the final chunk lacks its announced trailer."""
+    dec = decoder(False, (CRC,), 5)
+    dec.feed(b"5\r\nhello\r\n0\r\n")
+    with pytest.raises(S3Error) as info:
+        dec.finish()
+    assert info.value.code == "MalformedTrailerError"
 
 
 @pytest.mark.parametrize("body", [

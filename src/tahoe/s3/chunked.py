@@ -168,6 +168,10 @@ class ChunkedDecoder:
             fewer bytes than ``decoded_length``; ``MalformedTrailerError`` if an
             announced trailer is missing or a signed trailer is unsigned.
         """
+        if self._state is _State.TRAILER and not self._line:
+            # Some clients end the body with the last trailer line's CRLF and
+            # leave out the empty line; nothing of the payload is missing.
+            self._end_trailers()
         if self._state is not _State.DONE:
             raise S3Error("IncompleteBody", "The aws-chunked body ended inside a"
                           f" {self._state.value}.")
