@@ -11,9 +11,11 @@ import datetime
 import hashlib
 from collections.abc import Mapping
 
+import boto3
 import pytest
 from botocore.auth import S3SigV4Auth, S3SigV4QueryAuth
 from botocore.awsrequest import AWSRequest
+from botocore.config import Config
 from botocore.credentials import Credentials
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -209,7 +211,24 @@ def test_signature_v2_is_refused_clearly() -> None:
     assert error.code == "InvalidRequest" and "AWS4-HMAC-SHA256" in error.message
     error = parse_refusal({"host": HOST},
                           "AWSAccessKeyId=AKID&Expires=1700000000&Signature=abc%3D")
-    assert error.code == "InvalidRequest"
+    assert error.code == "InvalidRequest" and "signature_version='s3v4'" in error.message
+
+
+def test_boto3_default_presigned_url_is_refused_with_a_hint() -> None:
+    """boto3's generate_presigned_url without s3v4 config makes a SigV2 URL: refused, with a hint."""
+    options = dict(endpoint_url="http://127.0.0.1:3458", region_name="us-east-1",
+                   aws_access_key_id=KEY, aws_secret_access_key=SECRET)
+    url = boto3.client("s3", **options).generate_presigned_url(
+        "get_object", Params={"Bucket": "b", "Key": "k"}, ExpiresIn=60)
+    query = url.partition("?")[2]
+    assert "Signature=" in query and "X-Amz-Algorithm" not in query
+    assert "s3v4" in parse_refusal({"host": HOST}, query).message
+    url = boto3.client("s3", config=Config(signature_version="s3v4"), **options) \
+        .generate_presigned_url("get_object", Params={"Bucket": "b", "Key": "k"}, ExpiresIn=60)
+    path, _, query = url.partition("127.0.0.1:3458")[2].partition("?")
+    req = parse_request_auth("GET", path, query, {"host": HOST})
+    signed_at = now_of({"x-amz-date": req.amz_date})
+    verify_request(req, SECRET, "GET", path, query, {"host": HOST}, signed_at, "us-east-1")
 
 
 @pytest.mark.parametrize("authorization", [

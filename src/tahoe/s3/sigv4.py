@@ -292,9 +292,11 @@ def _request_date(headers: Mapping[str, str]) -> str:
                   " header")
 
 
-def _unsupported_v2() -> S3Error:
+def _unsupported_v2(presigned: bool = False) -> S3Error:
+    hint = (" (boto3 presigns with Signature Version 2 unless its client has"
+            " Config(signature_version='s3v4'))") if presigned else ""
     return S3Error("InvalidRequest", "The authorization mechanism you have provided is not"
-                   " supported. Please use AWS4-HMAC-SHA256.")
+                   f" supported. Please use AWS4-HMAC-SHA256.{hint}")
 
 
 def _parse_header_form(authorization: str, headers: Mapping[str, str]) -> SignedRequest:
@@ -385,7 +387,7 @@ def parse_request_auth(method: str, raw_path: str, raw_query: str,
     if "X-Amz-Algorithm" in params:
         return _parse_query_form(params, headers)
     if all(name in params for name in _SIGV2_QUERY):
-        raise _unsupported_v2()
+        raise _unsupported_v2(presigned=True)
     raise S3Error("AccessDenied", "Anonymous access is not allowed: sign requests with"
                   " an access key of this gateway (Signature Version 4).")
 
