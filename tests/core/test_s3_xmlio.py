@@ -235,14 +235,17 @@ def test_oversized_bodies() -> None:
     assert info.value.code == "MaxMessageLengthExceeded"
 
 
-@pytest.mark.parametrize("number", ["0", "10001", "-1", "x", "1.5", "", "123456"])
-def test_bad_part_numbers(number: str) -> None:
-    """Part numbers outside 1-10,000 are InvalidArgument."""
+@pytest.mark.parametrize("number,code", [
+    ("0", "InvalidArgument"), ("10001", "InvalidArgument"), ("123456", "InvalidArgument"),
+    ("-1", "MalformedXML"), ("x", "MalformedXML"), ("one", "MalformedXML"),
+    ("1.5", "MalformedXML"), ("", "MalformedXML"), ("1" * 30, "MalformedXML")])
+def test_bad_part_numbers(number: str, code: str) -> None:
+    """A part number that is no integer breaks the schema; one outside 1-10,000 is InvalidArgument."""
     body = (f"<CompleteMultipartUpload><Part><PartNumber>{number}</PartNumber>"
             f"<ETag>e</ETag></Part></CompleteMultipartUpload>").encode()
     with pytest.raises(S3Error) as info:
         xmlio.parse_complete_multipart_upload(body)
-    assert info.value.code == "InvalidArgument"
+    assert info.value.code == code
 
 
 def test_parts_need_number_and_etag() -> None:

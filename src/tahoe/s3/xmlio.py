@@ -349,8 +349,9 @@ def parse_complete_multipart_upload(body: bytes) -> list[tuple[int, str, dict[st
 
     The order is the body's (the caller checks that it ascends).
 
-    :raises S3Error: ``MalformedXML`` for a bad document or a part without number
-        or ETag, ``InvalidArgument`` for a part number outside 1-10,000,
+    :raises S3Error: ``MalformedXML`` for a bad document, a part without number
+        or ETag, or a number that is not an integer; ``InvalidArgument`` for a part
+        number outside 1-10,000;
         ``MaxMessageLengthExceeded``.
     """
     root = _parse(body, "CompleteMultipartUpload")
@@ -362,8 +363,9 @@ def parse_complete_multipart_upload(body: bytes) -> list[tuple[int, str, dict[st
         if "PartNumber" not in fields or "ETag" not in fields:
             raise _malformed("each Part needs a PartNumber and an ETag")
         number_text = fields["PartNumber"]
-        if not re.fullmatch(r"\d{1,5}", number_text) or \
-                not 1 <= int(number_text) <= MAX_PART_NUMBER:
+        if not re.fullmatch(r"\d{1,9}", number_text):
+            raise _malformed("PartNumber must be an integer")
+        if not 1 <= int(number_text) <= MAX_PART_NUMBER:
             raise S3Error("InvalidArgument", "Part number must be an integer between 1 and"
                           " 10000, inclusive", ArgumentName="partNumber",
                           ArgumentValue=number_text[:20])
