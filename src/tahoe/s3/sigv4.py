@@ -108,7 +108,7 @@ class SignedRequest:
 def percent_decode(text: str) -> bytes:
     """The bytes of ``text`` with every ``%XX`` decoded (``+`` stays ``+``).
 
-    A ``%`` not followed by two hex digits is kept as it is, as S3 does.
+    A ``%`` not followed by two hex digits is kept as it is.
     """
     raw = text.encode("utf-8", "surrogateescape")
     if b"%" not in raw:
