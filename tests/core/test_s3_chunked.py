@@ -48,7 +48,7 @@ def signed_body(chunks: list[bytes], trailers: dict[str, str] | None = None,
             out += data + b"\r\n"
     if not trailers:
         return out + b"\r\n"
-    canonical = "".join(f"{n}:{v}\n" for n, v in trailers.items()).encode()
+    canonical = "".join(f"{n}:{trailers[n]}\n" for n in sorted(trailers)).encode()
     out += b"".join(f"{n}:{v}\r\n".encode() for n, v in trailers.items())
     signature = trailer_signature(KEY, AMZ_DATE, SCOPE, previous, canonical)
     return out + f"x-amz-trailer-signature:{signature}\r\n\r\n".encode()
@@ -268,6 +268,8 @@ def test_signed_trailers_are_checked() -> None:
     changed = body.replace(b"sOO8/Q==", b"sOO8/R==")
     assert failure(decoder(True, ("x-amz-checksum-crc32c",)), changed).code == \
         "SignatureDoesNotMatch"
+    two = {"x-amz-checksum-sha1": "qZk+NkcGgWq6PiVxeFDCbJzQ2J0=", "x-amz-checksum-crc32": "Ag=="}
+    assert decode(decoder(True, tuple(two)), signed_body([b"abc"], two))[1] == two
     cut = body[:body.index(b"x-amz-trailer-signature")] + b"\r\n"
     assert failure(decoder(True, ("x-amz-checksum-crc32c",)), cut).code == \
         "MalformedTrailerError"

@@ -71,7 +71,8 @@ class ChunkSigner:
         self._compare(expected, signature)
 
     def check_trailer(self, signature: str, trailer: bytes) -> None:
-        """Accept the trailer's signature, given its canonical ``name:value\\n`` lines.
+        """Accept the trailer's signature, given its canonical ``name:value\\n`` lines
+        (sorted by name, as the SDKs sign them).
 
         :raises S3Error: ``SignatureDoesNotMatch``.
         """
@@ -279,6 +280,7 @@ class ChunkedDecoder:
             if self._trailer_signature is None:
                 raise S3Error("MalformedTrailerError", "A signed body's trailer has no"
                               " x-amz-trailer-signature.")
-            canonical = "".join(f"{name}:{value}\n" for name, value in self._trailers.items())
+            canonical = "".join(f"{name}:{self._trailers[name]}\n"
+                                for name in sorted(self._trailers))
             self._signer.check_trailer(self._trailer_signature, canonical.encode("utf-8"))
         self._state = _State.DONE
