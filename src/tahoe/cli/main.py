@@ -54,6 +54,7 @@ SUBCOMMANDS: Mapping[str, str] = {
     "backup": "tahoe.cli.backup",
     "debug": "tahoe.cli.debug",
     "invite": "tahoe.cli.invite",
+    "s3": "tahoe.cli.s3",
 }
 _SUMMARIES = {
     "create-node": "Create a node that acts as a client, server or both.",
@@ -83,6 +84,7 @@ _SUMMARIES = {
     "backup": "Make target dir look like local dir.",
     "debug": "Debug commands: dump-share, dump-cap, find-shares, catalog-shares, corrupt-share.",
     "invite": "Invite a new node to this grid (over magic-wormhole).",
+    "s3": "The S3 gateway: add-account.",
 }
 _FLAGS = frozenset({"-V", "--version", "--version-and-path", "-h", "--help", "-q", "--quiet"})
 _VALUE_OPTIONS = frozenset({"--node-directory", "--wormhole-server", "--wormhole-invite-appid",

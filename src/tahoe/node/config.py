@@ -18,9 +18,9 @@ from collections.abc import Iterable, Mapping
 from typing import Callable, TypeVar
 
 from ..immutable.params import DEFAULT_MAX_SEGMENT_SIZE
-from .settings import (CLIENT, DEFAULT_NICKNAME, DEFAULT_SFTP_PORT, INTRODUCER, NODE_TYPES,
-                       ClientConfig, ExpireConfig, I2PConfig, NodeConfig, SftpConfig,
-                       StorageConfig, TorConfig)
+from .settings import (CLIENT, DEFAULT_NICKNAME, DEFAULT_S3_MULTIPART_MAX_AGE, DEFAULT_S3_PORT,
+                       DEFAULT_SFTP_PORT, INTRODUCER, NODE_TYPES, ClientConfig, ExpireConfig,
+                       I2PConfig, NodeConfig, S3Config, SftpConfig, StorageConfig, TorConfig)
 from .errors import (BadValue, ConfigError, InconsistentConfig, IntroducerConflict,
                      MalformedConfigFile, MissingValue, OldConfigError, PrivacyError,
                      TubNotListening, UnknownOption, UnknownSection)
@@ -31,7 +31,7 @@ from .yaml_files import (CONNECTION_HANDLERS, StaticServer, parse_introducers_ya
 
 __all__ = [
     "CLIENT", "INTRODUCER", "NODE_TYPES", "NodeConfig", "ClientConfig", "StorageConfig",
-    "ExpireConfig", "SftpConfig", "TorConfig", "I2PConfig", "StaticServer",
+    "ExpireConfig", "SftpConfig", "S3Config", "TorConfig", "I2PConfig", "StaticServer",
     "parse_config", "read_ini", "check_known_names", "allowed_sections",
     "decode_config_bytes", "check_old_config_files", "introducer_furls",
     "parse_introducers_yaml", "parse_servers_yaml", "parse_bool", "parse_int",
@@ -69,6 +69,7 @@ CLIENT_SECTIONS: Mapping[str, frozenset[str]] = {
     "helper": frozenset({"enabled"}),
     "sftpd": frozenset({
         "enabled", "port", "host_pubkey_file", "host_privkey_file", "accounts.file"}),
+    "s3": frozenset({"enabled", "port", "accounts.file", "region", "multipart.max_age"}),
 }
 #: Client sections whose keys are free: plugin settings and Grid Manager data.
 FREE_SECTION_PREFIXES = ("storageserver.plugins.", "storageclient.plugins.")
@@ -256,9 +257,10 @@ def parse_config(text: str, filename: str = "tahoe.cfg", node_type: str = CLIENT
         storage = _storage_section(r)
         helper_enabled = r.boolean("helper", "enabled", False)
         sftpd = _sftpd_section(r)
+        s3 = _s3_section(r)
     else:
-        client, storage, helper_enabled, sftpd = (
-            ClientConfig(), StorageConfig(enabled=False), False, SftpConfig())
+        client, storage, helper_enabled, sftpd, s3 = (
+            ClientConfig(), StorageConfig(enabled=False), False, SftpConfig(), S3Config())
     if tub_port == ():
         for enabled, what, section in ((storage.enabled, "storage", "storage"),
                                        (helper_enabled, "the helper", "helper")):
@@ -290,6 +292,7 @@ def parse_config(text: str, filename: str = "tahoe.cfg", node_type: str = CLIENT
         storage=storage,
         helper_enabled=helper_enabled,
         sftpd=sftpd,
+        s3=s3,
         storage_server_plugins=_plugin_sections(free, "storageserver.plugins."),
         storage_client_plugins=_plugin_sections(free, "storageclient.plugins."),
         grid_managers=_pairs(free.get("grid_managers", {})),
@@ -488,6 +491,58 @@ def _sftpd_section(r: _Reader) -> SftpConfig:
     return SftpConfig(enabled=enabled, port=port, host_pubkey_file=files["host_pubkey_file"],
                       host_privkey_file=files["host_privkey_file"],
                       accounts_file=files["accounts.file"])
+
+
+#: Units of ``[s3]multipart.max_age`` besides :func:`parse_duration`'s days, months, years.
+_SHORT_AGE_UNITS = (("seconds", 1), ("second", 1), ("sec", 1), ("s", 1), ("minutes", 60),
+                    ("minute", 60), ("min", 60), ("hours", 3600), ("hour", 3600), ("h", 3600))
+_S3_REGION_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
+
+
+def parse_age(text: str) -> int:
+    """An age in seconds: a bare number of seconds, ``90 seconds``, ``30 min``, ``12 hours``,
+    or what :func:`parse_duration` takes (``7 days``, ``2mo``, ``1year``).
+
+    :raises ValueError: for anything else, or an age of zero.
+    """
+    rest = text.strip().lower()
+    seconds: int | None = None
+    if rest.isdigit():
+        seconds = int(rest)
+    else:
+        for unit, size in _SHORT_AGE_UNITS:
+            number = rest[:-len(unit)].strip()
+            if rest.endswith(unit) and number.isdigit():
+                seconds = int(number) * size
+                break
+        else:
+            try:
+                seconds = parse_duration(rest)
+            except ValueError:
+                raise ValueError("expected an age such as '3600', '12 hours' or '7 days',"
+                                 f" got {text!r}") from None
+    if seconds <= 0:
+        raise ValueError(f"the age must be more than zero, got {text!r}")
+    return seconds
+
+
+def _s3_region(text: str) -> str:
+    region = text.strip()
+    if not region or not set(region) <= _S3_REGION_CHARACTERS:
+        raise ValueError("expected a region name of lower-case letters, digits and '-'"
+                         f" such as 'us-east-1', got {text!r}")
+    return region
+
+
+def _s3_section(r: _Reader) -> S3Config:
+    accounts_file = (r.optional("s3", "accounts.file") or "").strip()
+    return S3Config(
+        enabled=r.boolean("s3", "enabled", False),
+        port=r.parsed("s3", "port", parse_server_endpoint, DEFAULT_S3_PORT),
+        accounts_file=accounts_file or "private/s3-accounts",
+        region=r.parsed("s3", "region", _s3_region, "us-east-1"),
+        multipart_max_age=r.parsed("s3", "multipart.max_age", parse_age,
+                                   DEFAULT_S3_MULTIPART_MAX_AGE))
 
 
 def _tor_section(r: _Reader, tub_port: tuple[str, ...] | None) -> TorConfig:

@@ -124,6 +124,7 @@ class Node:
         self.helper: Helper | None = None
         self.web_port: Any = None
         self.sftp_port: Any = None
+        self.s3_gateway: Any = None
         self.stats: NodeStatistics | None = None
         self.crawlers: list[Any] = []
         self.maintenance_pool: ThreadPool | None = None
@@ -239,6 +240,11 @@ class Node:
             self.sftp_port = await start_sftp(
                 self.reactor, str(self.basedir), sftpd.port, sftpd.host_pubkey_file,
                 sftpd.host_privkey_file, sftpd.accounts_file, self.client)
+        if self.config.s3.enabled:
+            # The S3 gateway's code is imported only by nodes that serve S3.
+            from ..s3.service import start_s3
+            self.s3_gateway = await start_s3(self.reactor, str(self.basedir), self.config.s3,
+                                             self.client)
 
     def _start_helper(self) -> None:
         """The upload helper (``[helper] enabled``), at ``private/helper.furl``; its files
@@ -421,6 +427,8 @@ class Node:
             await self.web_port.stopListening()
         if self.sftp_port is not None:
             await self.sftp_port.stopListening()
+        if self.s3_gateway is not None:
+            await self.s3_gateway.stop()
         if self.storage_client_tub is not None:
             await self.storage_client_tub.stopService()
         if self.tub is not None:

@@ -12,6 +12,7 @@ from attrs import field, frozen
 from ..immutable.params import DEFAULT_MAX_SEGMENT_SIZE, EncodingParameters
 
 __all__ = ["CLIENT", "INTRODUCER", "NODE_TYPES", "DEFAULT_NICKNAME", "DEFAULT_SFTP_PORT",
+           "DEFAULT_S3_PORT", "DEFAULT_S3_MULTIPART_MAX_AGE", "S3Config",
            "ClientConfig", "ExpireConfig", "I2PConfig", "NodeConfig", "SftpConfig",
            "StorageConfig", "TorConfig"]
 
@@ -20,6 +21,10 @@ INTRODUCER = "introducer"
 NODE_TYPES = (CLIENT, INTRODUCER)
 DEFAULT_NICKNAME = "<unspecified>"
 DEFAULT_SFTP_PORT = "tcp:8022"
+#: The S3 gateway listens on the loopback interface unless told otherwise (as the web gateway).
+DEFAULT_S3_PORT = "tcp:3458:interface=127.0.0.1"
+#: Seconds after which an unfinished multipart upload is removed (7 days).
+DEFAULT_S3_MULTIPART_MAX_AGE = 7 * 24 * 3600
 
 
 @frozen
@@ -123,6 +128,24 @@ class SftpConfig:
 
 
 @frozen
+class S3Config:
+    """``[s3]``: the S3-compatible gateway (``docs/s3.md``).
+
+    :ivar port: a Twisted server endpoint string.
+    :ivar accounts_file: the accounts file, relative to the node directory.
+    :ivar region: the region requests must be signed for, and GetBucketLocation's answer.
+    :ivar multipart_max_age: seconds after its start at which an unfinished
+        multipart upload is removed with its parts.
+    """
+
+    enabled: bool = False
+    port: str = DEFAULT_S3_PORT
+    accounts_file: str = "private/s3-accounts"
+    region: str = "us-east-1"
+    multipart_max_age: int = DEFAULT_S3_MULTIPART_MAX_AGE
+
+
+@frozen
 class NodeConfig:
     """Everything ``tahoe.cfg`` says, validated and typed (frontends.md §1.5).
 
@@ -169,6 +192,7 @@ class NodeConfig:
     storage: StorageConfig = StorageConfig()
     helper_enabled: bool = False
     sftpd: SftpConfig = SftpConfig()
+    s3: S3Config = S3Config()
     storage_server_plugins: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
     storage_client_plugins: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
     grid_managers: tuple[tuple[str, str], ...] = ()

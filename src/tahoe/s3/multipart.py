@@ -1,0 +1,436 @@
+"""Multipart uploads: parts staged on the gateway's disk, one CHK upload at Complete.
+
+Staging, under ``NODEDIR/private/s3-multipart/UPLOADID/``:
+
+* ``upload.json``: the account's access key id, bucket, key, the object's S3
+  metadata from CreateMultipartUpload, the checksum algorithm asked for, and
+  when it was initiated;
+* ``part-NNNNN`` (the part's bytes) and ``part-NNNNN.json`` (size, MD5,
+  checksums, time). Each is written to a temporary name, synced and renamed
+  before UploadPart is answered: an acknowledged part survives a crash.
+
+Complete checks the list (ascending numbers, ETags that match, every part but
+the last at least 5 MiB), uploads the concatenation through an
+:class:`~tahoe.client.uploadable.Uploadable` that reads across the part files
+(no copy), links the file with S3's multipart ETag (the MD5 of the parts'
+binary MD5s, then ``-N``) and removes the staging directory. Uploads left
+unfinished are removed after ``[s3]multipart.max_age``
+(:meth:`Staging.remove_older_than`, called by the service's timer).
+
+Facts: the Amazon S3 API Reference (CreateMultipartUpload, UploadPart,
+UploadPartCopy, CompleteMultipartUpload, AbortMultipartUpload, ListParts,
+ListMultipartUploads) and its multipart limits (parts 1 to 10,000, 5 MiB
+minimum but for the last, 5 GiB a part).
+"""
+from __future__ import annotations
+
+import bisect
+import hashlib
+import json
+import os
+import re
+import secrets
+import shutil
+import time
+from typing import Any, BinaryIO
+
+from twisted.internet import threads
+
+from . import xmlio
+from .checksums import multipart_etag
+from .errors import S3Error
+from .keys import split_key
+from .operations import (bounded_argument, byte_range, check_length, check_preconditions,
+                         parse_copy_source, put_metadata, quoted_etag, stored_answer)
+from .server import Answer, Context
+
+__all__ = ["OPERATIONS", "Staging", "PartsUploadable"]
+
+MIN_PART_SIZE = 5 * 1024 * 1024
+MAX_PART_SIZE = 5 * 1024 ** 3
+MAX_PART_NUMBER = 10000
+_UPLOAD_ID = re.compile(r"[A-Za-z0-9_-]{16,64}\Z")
+_COPY_BLOCK = 1024 * 1024
+
+
+def _write_durably(path: str, data: bytes) -> None:
+    temporary = path + ".tmp"
+    with open(temporary, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(temporary, path)
+
+
+def _sync_directory(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class Staging:
+    """The multipart uploads of one node, each a directory under ``root``."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+
+    def _dir(self, upload_id: str) -> str:
+        if not _UPLOAD_ID.match(upload_id):
+            raise S3Error("NoSuchUpload", UploadId=upload_id[:80])
+        return os.path.join(self.root, upload_id)
+
+    def create(self, record: dict[str, Any]) -> str:
+        """Stage a new upload; its id."""
+        os.makedirs(self.root, mode=0o700, exist_ok=True)
+        upload_id = secrets.token_urlsafe(36)
+        path = os.path.join(self.root, upload_id)
+        os.mkdir(path, 0o700)
+        _write_durably(os.path.join(path, "upload.json"), json.dumps(record).encode())
+        _sync_directory(self.root)
+        return upload_id
+
+    def load(self, upload_id: str, access_key: str, bucket: str | None = None,
+             key: str | None = None) -> dict[str, Any]:
+        """The record of an upload of this account (and bucket and key, if given).
+
+        :raises S3Error: ``NoSuchUpload``.
+        """
+        path = os.path.join(self._dir(upload_id), "upload.json")
+        try:
+            with open(path, "rb") as f:
+                record: dict[str, Any] = json.loads(f.read())
+        except (OSError, ValueError):
+            raise S3Error("NoSuchUpload", UploadId=upload_id) from None
+        if record.get("account") != access_key or (bucket is not None and record.get(
+                "bucket") != bucket) or (key is not None and record.get("key") != key):
+            raise S3Error("NoSuchUpload", UploadId=upload_id)
+        return record
+
+    def part_path(self, upload_id: str, number: int) -> str:
+        """Where part ``number``'s bytes are kept."""
+        return os.path.join(self._dir(upload_id), f"part-{number:05d}")
+
+    def store_part(self, upload_id: str, number: int, source: BinaryIO, size: int,
+                   info: dict[str, Any]) -> None:
+        """Copy ``size`` bytes of ``source`` (from its start) into part ``number`` and
+        record ``info``, durably (blocking: run it in a thread for large parts)."""
+        path = self.part_path(upload_id, number)
+        temporary = f"{path}.tmp-{secrets.token_hex(4)}"
+        try:
+            with open(temporary, "wb") as out:
+                source.seek(0)
+                left = size
+                while left > 0:
+                    block = source.read(min(_COPY_BLOCK, left))
+                    if not block:
+                        raise S3Error("IncompleteBody")
+                    out.write(block)
+                    left -= len(block)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(temporary, path)
+        except BaseException:
+            if os.path.exists(temporary):
+                os.unlink(temporary)
+            raise
+        _write_durably(path + ".json", json.dumps(info).encode())
+        _sync_directory(os.path.dirname(path))
+
+    def parts(self, upload_id: str) -> dict[int, dict[str, Any]]:
+        """Part number -> recorded info, for every part stored."""
+        directory = self._dir(upload_id)
+        found = {}
+        for name in os.listdir(directory):
+            match = re.fullmatch(r"part-(\d{5})\.json", name)
+            if match is None:
+                continue
+            try:
+                with open(os.path.join(directory, name), "rb") as f:
+                    found[int(match.group(1))] = json.loads(f.read())
+            except (OSError, ValueError):
+                continue
+        return found
+
+    def remove(self, upload_id: str) -> None:
+        """Remove an upload's staging directory."""
+        shutil.rmtree(self._dir(upload_id), ignore_errors=True)
+
+    def uploads(self) -> list[tuple[str, dict[str, Any]]]:
+        """(upload id, record) of every staged upload."""
+        try:
+            names = os.listdir(self.root)
+        except FileNotFoundError:
+            return []
+        found = []
+        for name in names:
+            if not _UPLOAD_ID.match(name):
+                continue
+            try:
+                with open(os.path.join(self.root, name, "upload.json"), "rb") as f:
+                    found.append((name, json.loads(f.read())))
+            except (OSError, ValueError):
+                continue
+        return found
+
+    def remove_older_than(self, cutoff: float) -> int:
+        """Remove the uploads initiated before ``cutoff`` (seconds since the epoch); how many.
+        A directory without a readable record is judged by its modification time."""
+        removed = 0
+        try:
+            names = os.listdir(self.root)
+        except FileNotFoundError:
+            return 0
+        for name in names:
+            path = os.path.join(self.root, name)
+            try:
+                with open(os.path.join(path, "upload.json"), "rb") as f:
+                    initiated = float(json.loads(f.read())["initiated"])
+            except (OSError, ValueError, KeyError, TypeError):
+                try:
+                    initiated = os.stat(path).st_mtime
+                except OSError:
+                    continue
+            if initiated < cutoff:
+                shutil.rmtree(path, ignore_errors=True)
+                removed += 1
+        return removed
+
+
+class PartsUploadable:
+    """The concatenation of part files, read at any offset (an ``Uploadable``)."""
+
+    def __init__(self, paths: list[str], sizes: list[int]) -> None:
+        self._fds = [os.open(path, os.O_RDONLY) for path in paths]
+        self._starts = []
+        offset = 0
+        for size in sizes:
+            self._starts.append(offset)
+            offset += size
+        self._sizes = sizes
+        self.size = offset
+
+    def read(self, offset: int, length: int) -> bytes:
+        """``length`` bytes at ``offset`` (fewer at the end), across part boundaries."""
+        pieces = []
+        index = bisect.bisect_right(self._starts, offset) - 1
+        while length > 0 and 0 <= index < len(self._fds):
+            within = offset - self._starts[index]
+            take = min(length, self._sizes[index] - within)
+            if take > 0:
+                data = os.pread(self._fds[index], take, within)
+                if len(data) != take:
+                    raise OSError(f"part {index + 1} is shorter than recorded")
+                pieces.append(data)
+                offset += take
+                length -= take
+            index += 1
+        return b"".join(pieces)
+
+    def close(self) -> None:
+        """Close the part files."""
+        for fd in self._fds:
+            os.close(fd)
+        self._fds = []
+
+
+def _staging(context: Context) -> Staging:
+    return context.gateway.uploads  # type: ignore[no-any-return]
+
+
+def _part_number(context: Context) -> int:
+    text = context.query.get("partNumber", "")
+    if not text.isdigit() or not 1 <= int(text) <= MAX_PART_NUMBER:
+        raise S3Error("InvalidArgument", "Part number must be an integer between 1 and 10000,"
+                      " inclusive", ArgumentName="partNumber", ArgumentValue=text[:20])
+    return int(text)
+
+
+async def create_upload(context: Context) -> Answer:
+    """POST /BUCKET/KEY?uploads: stage a new upload."""
+    _, _, folder = split_key(context.key)
+    if folder:
+        raise S3Error("InvalidArgument", "A key ending in '/' is a directory on the grid: it"
+                      " holds no data, so it cannot be uploaded in parts.",
+                      ArgumentName="key", ArgumentValue=context.key[:256])
+    await context.store.bucket(context.bucket)
+    algorithm = context.headers.get("x-amz-checksum-algorithm", "").upper() or None
+    record = {"account": context.account.access_key, "bucket": context.bucket,
+              "key": context.key, "s3": put_metadata(context), "initiated": time.time(),
+              "checksum-algorithm": algorithm}
+    upload_id = _staging(context).create(record)
+    headers = {"Content-Type": "application/xml"}
+    if algorithm:
+        headers["x-amz-checksum-algorithm"] = algorithm
+    return Answer(body=xmlio.initiate_multipart_upload_result(context.bucket, context.key,
+                                                              upload_id), headers=headers)
+
+
+async def upload_part(context: Context) -> Answer:
+    """PUT /BUCKET/KEY?partNumber=N&uploadId=ID (a copy with ``x-amz-copy-source``)."""
+    number = _part_number(context)
+    staging = _staging(context)
+    upload_id = context.query["uploadId"]
+    staging.load(upload_id, context.account.access_key, context.bucket, context.key)
+    if "x-amz-copy-source" in context.headers:
+        return await _upload_part_copy(context, upload_id, number)
+    check_length(context)
+    spool, size, digests = await context.payload.spool()
+    try:
+        if size > MAX_PART_SIZE:
+            raise S3Error("EntityTooLarge", ProposedSize=str(size),
+                          MaxSizeAllowed=str(MAX_PART_SIZE))
+        info = {"size": size, "md5": digests.md5_hex(), "last-modified": time.time(),
+                "checksums": digests.checksums()}
+        await threads.deferToThread(staging.store_part, upload_id, number, spool, size, info)
+    finally:
+        spool.close()
+    return stored_answer(info["md5"], info["checksums"])
+
+
+async def _upload_part_copy(context: Context, upload_id: str, number: int) -> Answer:
+    import tempfile
+    source_bucket, source_key = parse_copy_source(context.headers["x-amz-copy-source"])
+    store = context.store
+    info = await store.lookup(source_bucket, source_key)
+    check_preconditions(context.headers, info, prefix="x-amz-copy-source-")
+    size = await store.size_of(info)
+    offset, length = 0, size
+    wanted = context.headers.get("x-amz-copy-source-range")
+    if wanted is not None:
+        span = byte_range(wanted, size)
+        if span is None:
+            raise S3Error("InvalidArgument", "The x-amz-copy-source-range value must be of the"
+                          " form bytes=first-last where first and last are the zero-based"
+                          " offsets of the first and last bytes to copy",
+                          ArgumentName="x-amz-copy-source-range", ArgumentValue=wanted[:80])
+        offset, length = span[0], span[1] - span[0] + 1
+    md5 = hashlib.md5()
+    with tempfile.TemporaryFile() as spool:
+        async for chunk in store.read(info, offset, length):
+            md5.update(chunk)
+            spool.write(chunk)
+        written = spool.tell()
+        if written != length:
+            raise S3Error("InternalError", "The source object could not be read whole.")
+        now = time.time()
+        record = {"size": length, "md5": md5.hexdigest(), "last-modified": now,
+                  "checksums": {}}
+        await threads.deferToThread(_staging(context).store_part, upload_id, number, spool,
+                                    length, record)
+    return Answer(body=xmlio.copy_part_result(quoted_etag(record["md5"]), now),
+                  headers={"Content-Type": "application/xml"})
+
+
+async def complete_upload(context: Context) -> Answer:
+    """POST /BUCKET/KEY?uploadId=ID: check the parts, upload them as one file, link it."""
+    staging = _staging(context)
+    upload_id = context.query["uploadId"]
+    record = staging.load(upload_id, context.account.access_key, context.bucket, context.key)
+    requested = xmlio.parse_complete_multipart_upload(await context.payload.small())
+    if not requested:
+        raise S3Error("MalformedXML", "You must specify at least one part.")
+    stored = staging.parts(upload_id)
+    numbers = [number for number, _, _ in requested]
+    if numbers != sorted(set(numbers)) or numbers != sorted(numbers):
+        raise S3Error("InvalidPartOrder", UploadId=upload_id)
+    sizes, md5s, paths = [], [], []  # type: ignore[var-annotated]
+    for index, (number, etag, _checksums) in enumerate(requested):
+        info = stored.get(number)
+        if info is None or etag.strip().strip('"') != info["md5"]:
+            raise S3Error("InvalidPart", UploadId=upload_id, PartNumber=str(number),
+                          ETag=etag[:80])
+        if index < len(requested) - 1 and info["size"] < MIN_PART_SIZE:
+            raise S3Error("EntityTooSmall", UploadId=upload_id, PartNumber=str(number),
+                          ProposedSize=str(info["size"]), MinSizeAllowed=str(MIN_PART_SIZE))
+        sizes.append(info["size"])
+        md5s.append(info["md5"])
+        paths.append(staging.part_path(upload_id, number))
+    etag = multipart_etag(md5s)
+    store = context.store
+    dirs, leaf, _ = split_key(context.key)
+    source = PartsUploadable(paths, sizes)
+    try:
+        parent = await store.directory_for(context.bucket, dirs, context.key)
+        result = await context.services.upload(source)
+    finally:
+        source.close()
+    s3 = dict(record["s3"])
+    s3.update(etag=etag, size=sum(sizes), **{"last-modified": time.time()})
+    await store.link_file(parent, leaf, context.key, result.cap.to_string(), s3)
+    staging.remove(upload_id)
+    location = f"/{context.bucket}/{context.key}"
+    return Answer(body=xmlio.complete_multipart_upload_result(
+        location, context.bucket, context.key, quoted_etag(etag)),
+        headers={"Content-Type": "application/xml"})
+
+
+async def abort_upload(context: Context) -> Answer:
+    """DELETE /BUCKET/KEY?uploadId=ID: drop the upload and its parts."""
+    staging = _staging(context)
+    upload_id = context.query["uploadId"]
+    staging.load(upload_id, context.account.access_key, context.bucket, context.key)
+    staging.remove(upload_id)
+    return Answer(status=204)
+
+
+async def list_parts(context: Context) -> Answer:
+    """GET /BUCKET/KEY?uploadId=ID: the parts stored, by number."""
+    staging = _staging(context)
+    upload_id = context.query["uploadId"]
+    staging.load(upload_id, context.account.access_key, context.bucket, context.key)
+    max_parts = bounded_argument(context, "max-parts", 1000)
+    marker_text = context.query.get("part-number-marker", "0") or "0"
+    if not marker_text.isdigit():
+        raise S3Error("InvalidArgument", "part-number-marker must be an integer.",
+                      ArgumentName="part-number-marker", ArgumentValue=marker_text[:20])
+    marker = int(marker_text)
+    parts = sorted((number, info) for number, info in staging.parts(upload_id).items()
+                   if number > marker)
+    page, truncated = parts[:max_parts], len(parts) > max_parts
+    owner = (context.account.access_key, context.account.access_key)
+    return Answer(body=xmlio.list_parts_result(
+        bucket=context.bucket, key=context.key, upload_id=upload_id,
+        part_number_marker=marker, next_part_number_marker=page[-1][0] if page else marker,
+        max_parts=max_parts, truncated=truncated, owner=owner,
+        parts=[(number, quoted_etag(info["md5"]), info["size"], info["last-modified"])
+               for number, info in page]),
+        headers={"Content-Type": "application/xml"})
+
+
+async def list_uploads(context: Context) -> Answer:
+    """GET /BUCKET?uploads: this account's unfinished uploads into the bucket, by key."""
+    await context.store.bucket(context.bucket)
+    query = context.query
+    prefix = query.get("prefix", "")
+    key_marker, id_marker = query.get("key-marker", ""), query.get("upload-id-marker", "")
+    max_uploads = bounded_argument(context, "max-uploads", 1000)
+    found = sorted((record["key"], record.get("initiated", 0.0), upload_id)
+                   for upload_id, record in _staging(context).uploads()
+                   if record.get("account") == context.account.access_key
+                   and record.get("bucket") == context.bucket
+                   and str(record.get("key", "")).startswith(prefix))
+    after = [(key, initiated, upload_id) for key, initiated, upload_id in found
+             if key > key_marker or (key == key_marker and id_marker
+                                     and upload_id > id_marker)]
+    page, truncated = after[:max_uploads], len(after) > max_uploads
+    owner = (context.account.access_key, context.account.access_key)
+    return Answer(body=xmlio.list_multipart_uploads_result(
+        bucket=context.bucket, prefix=prefix, key_marker=key_marker, upload_id_marker=id_marker,
+        next_key_marker=page[-1][0] if truncated else None,
+        next_upload_id_marker=page[-1][2] if truncated else None, max_uploads=max_uploads,
+        truncated=truncated, owner=owner, uploads=[(key, upload_id, initiated)
+                                                   for key, initiated, upload_id in page]),
+        headers={"Content-Type": "application/xml"})
+
+
+#: (method, what) -> operation, as :meth:`tahoe.s3.service.S3Gateway.route` names them.
+OPERATIONS: dict[tuple[str, str], Any] = {
+    ("POST", "object?uploads"): create_upload,
+    ("PUT", "object?uploadId"): upload_part,
+    ("POST", "object?uploadId"): complete_upload,
+    ("DELETE", "object?uploadId"): abort_upload,
+    ("GET", "object?uploadId"): list_parts,
+    ("GET", "bucket?uploads"): list_uploads,
+}

@@ -1,0 +1,434 @@
+"""The S3 gateway's HTTP server: every request authenticated, routed and answered in S3's terms.
+
+One leaf :class:`S3Resource` (twisted.web) takes every request:
+
+1. a request id (``x-amz-request-id``, ``x-amz-id-2``) for the answer and the log;
+2. the bucket and key from the path (path style, ``/BUCKET/KEY``), or the bucket
+   from the ``Host`` (virtual-host style, ``BUCKET.HOST``: a host name that is not
+   an IP address, ``localhost`` or the gateway's own host, ``BUCKET.localhost``
+   included);
+3. Signature Version 4 (:mod:`.sigv4`): the access key's account, the signature,
+   the clock skew or the presigned URL's expiry;
+4. the operation, by method and sub-resource (:mod:`.operations`,
+   :mod:`.multipart`).
+
+Every refusal is S3's XML error (:mod:`.xmlio`) with S3's code and status;
+an unexpected exception is ``InternalError``, logged here (without caps),
+never shown to the client. The access log leaves out query strings (a
+presigned URL is a bearer credential).
+
+Request bodies: Twisted spools a body over 100 kB to a temporary file before
+the request is rendered; :class:`Payload` reads it from there, decoding
+``aws-chunked`` (signed chunks checked) and hashing (MD5, SHA-256, the
+``x-amz-checksum-*`` algorithms asked for) as it goes, in a worker thread for
+large bodies, and gives the upload a seekable file: a plain body is uploaded
+from Twisted's own spool, a chunked one from a decoded copy. Memory stays
+flat for any size.
+"""
+from __future__ import annotations
+
+import email.utils
+import os
+import re
+import secrets
+import tempfile
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any, BinaryIO
+from urllib.parse import parse_qsl, unquote
+
+from twisted.internet import threads
+from twisted.internet.defer import CancelledError, Deferred
+from twisted.python import log
+from twisted.web import resource, server
+
+from ..web.rendering import StreamPausing
+
+from . import xmlio
+from .errors import S3Error
+
+__all__ = ["Context", "Payload", "S3Resource", "S3Site", "http_date", "MAX_XML_BODY"]
+
+#: The most bytes of an XML request body read (Delete of 1,000 keys of 1 kB fits).
+MAX_XML_BODY = 2 * 1024 * 1024
+#: Bodies up to this size are hashed and decoded on the reactor, larger ones in a thread.
+_INLINE_BODY = 1024 * 1024
+_COPY_BLOCK = 256 * 1024
+_IP_HOST = re.compile(r"\A(\d{1,3}(\.\d{1,3}){3}|\[[0-9a-fA-F:.]+\])\Z")
+_STREAMING = "STREAMING-"
+
+
+def http_date(when: float) -> str:
+    """An HTTP date (RFC 7231) for a header."""
+    return email.utils.formatdate(when, usegmt=True)
+
+
+def _censor(text: str) -> str:
+    """A log line without caps."""
+    return re.sub(r"URI(:|%3A)[^\s'\"/?&#]*", "URI:[CENSORED]", text, flags=re.IGNORECASE)
+
+
+def censored_log_line(timestamp: str, request: Any) -> str:
+    """The access-log line of a request: its path without the query, never a cap."""
+    path = request.uri.split(b"?", 1)[0].decode("utf-8", "replace")
+    address = request.getClientAddress()
+    host = getattr(address, "host", "-")
+    request_id = request.responseHeaders.getRawHeaders(b"x-amz-request-id", [b"-"])[0]
+    return (f'"{host}" - - {timestamp} "{request.method.decode("latin-1")} {_censor(path)}"'
+            f' {request.code} {request.sentLength or "-"} {request_id.decode("latin-1")}')
+
+
+class Payload:
+    """The body of a request, decoded and verified on demand.
+
+    :param content: Twisted's spool of the raw body (a BytesIO or a temporary file).
+    :param context: the request's authentication (for chunk signatures).
+    """
+
+    def __init__(self, content: BinaryIO, context: "Context") -> None:
+        self._content = content
+        self._context = context
+
+    @property
+    def streaming(self) -> bool:
+        """Whether the body is ``aws-chunked``."""
+        return self._context.payload_hash.startswith(_STREAMING)
+
+    def raw_size(self) -> int:
+        """The size of the body as sent."""
+        self._content.seek(0, os.SEEK_END)
+        return self._content.tell()
+
+    async def small(self, limit: int = MAX_XML_BODY) -> bytes:
+        """The whole (decoded, checked) body of a request that carries XML or nothing.
+
+        :raises S3Error: for a body over ``limit`` bytes, or one that fails its checks.
+        """
+        if self.raw_size() > limit + (limit // 8 if self.streaming else 0) + 4096:
+            raise S3Error("MalformedXML", f"The request body is larger than {limit} bytes.")
+        spool, size, _ = await self.spool()
+        spool.seek(0)
+        data = spool.read(size)
+        if spool is not self._content:
+            spool.close()
+        return data
+
+    async def spool(self) -> tuple[BinaryIO, int, Any]:
+        """A seekable file holding the decoded body, its size, and its digests
+        (``checksums.BodyDigests``: MD5 always, the requested checksums), all verified
+        against the headers and trailers (Content-MD5, ``x-amz-checksum-*``,
+        ``x-amz-content-sha256``).
+
+        :raises S3Error: ``BadDigest``, ``XAmzContentSHA256Mismatch``, ``IncompleteBody``,
+            ``SignatureDoesNotMatch`` (a chunk), ``InvalidDigest``...
+        """
+        from . import checksums
+        context = self._context
+        headers = context.headers
+        algorithms = checksums.requested_algorithms(headers)
+        payload_hash = context.payload_hash
+        hex_hash = re.fullmatch(r"[0-9a-f]{64}", payload_hash) is not None
+        digests = checksums.BodyDigests(algorithms, md5=True, sha256=hex_hash)
+        size = self.raw_size()
+        decoder = self._decoder() if self.streaming else None
+        out: BinaryIO = self._content if decoder is None \
+            else tempfile.TemporaryFile()  # noqa: SIM115 (returned)
+
+        def copy() -> dict[str, str]:
+            """Read the raw body once: decode it into ``out`` (aws-chunked) and hash it."""
+            self._content.seek(0)
+            while True:
+                block = self._content.read(_COPY_BLOCK)
+                if not block:
+                    break
+                data = block if decoder is None else decoder.feed(block)
+                digests.update(data)
+                if decoder is not None:
+                    out.write(data)
+            return {} if decoder is None else decoder.finish()  # type: ignore[no-any-return]
+        try:
+            trailers = await self._run(copy, size)
+        except BaseException:
+            if out is not self._content:
+                out.close()
+            raise
+        out.flush()
+        decoded = size if decoder is None else out.tell()
+        if decoder is None:
+            checksums.verify_payload_hash(payload_hash, digests)
+        given = dict(headers)
+        given.update(trailers)
+        try:
+            checksums.verify(given, digests)
+        except BaseException:
+            if out is not self._content:
+                out.close()
+            raise
+        return out, decoded, digests
+
+    def _decoder(self) -> Any:
+        from . import chunked
+        context = self._context
+        headers = context.headers
+        declared = headers.get("x-amz-decoded-content-length")
+        try:
+            decoded_length = int(declared) if declared is not None else None
+        except ValueError:
+            raise S3Error("InvalidArgument", "x-amz-decoded-content-length is not a number."
+                          ) from None
+        trailer = headers.get("x-amz-trailer", "")
+        expected = tuple(name.strip().lower() for name in trailer.split(",") if name.strip())
+        signer = None
+        if context.payload_hash.startswith("STREAMING-AWS4-HMAC-SHA256-PAYLOAD"):
+            signed = context.signed
+            signer = chunked.ChunkSigner(context.signing_key, signed.amz_date,
+                                         signed.credential.scope, signed.signature)
+        return chunked.ChunkedDecoder(signer, expected, decoded_length)
+
+    @staticmethod
+    async def _run(work: Callable[[], Any], size: int) -> Any:
+        if size <= _INLINE_BODY:
+            return work()
+        return await threads.deferToThread(work)
+
+
+class Context:
+    """One request as the operations see it: who asks, for what, with which headers.
+
+    :ivar headers: lower-case name -> value (several values joined with ``,``).
+    :ivar query: name -> first value of the query string (blank values kept).
+    :ivar bucket: the bucket named ("" for the service).
+    :ivar key: the object key ("" for a bucket).
+    """
+
+    def __init__(self, request: server.Request, request_id: str, method: str, raw_path: str,
+                 raw_query: str, headers: dict[str, str], query: dict[str, str],
+                 bucket: str, key: str) -> None:
+        self.request = request
+        self.request_id = request_id
+        self.method = method
+        self.raw_path = raw_path
+        self.raw_query = raw_query
+        self.headers = headers
+        self.query = query
+        self.bucket = bucket
+        self.key = key
+        #: Filled in by the gateway once the signature is checked.
+        self.account: Any = None
+        self.store: Any = None
+        self.services: Any = None
+        self.gateway: Any = None
+        self.gateway_region = "us-east-1"
+        self.signed: Any = None
+        self.signing_key: bytes = b""
+        self.payload_hash = "UNSIGNED-PAYLOAD"
+        self.payload = Payload(request.content, self)  # type: ignore[arg-type]
+
+    def header(self, name: str, default: str | None = None) -> str | None:
+        """One request header by lower-case name."""
+        return self.headers.get(name, default)
+
+
+def _headers(request: server.Request) -> dict[str, str]:
+    found: dict[str, list[str]] = {}
+    for name, values in request.requestHeaders.getAllRawHeaders():
+        found.setdefault(name.decode("latin-1").lower(), []).extend(
+            v.decode("latin-1") for v in values)
+    return {name: ",".join(values) for name, values in found.items()}
+
+
+def _bucket_from_host(host: str, own_hosts: frozenset[str]) -> str | None:
+    """The bucket a virtual-host-style ``Host`` names, or None for path style."""
+    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    name = name.lower().rstrip(".")
+    if not name or _IP_HOST.match(name) or name == "localhost" or name in own_hosts:
+        return None
+    if name.endswith(".localhost"):
+        return name[:-len(".localhost")]
+    for own in own_hosts:
+        if name.endswith("." + own):
+            return name[:-len(own) - 1]
+    if "." not in name:
+        return None
+    return name.split(".", 1)[0]
+
+
+def _split_path(path: str) -> tuple[str, str]:
+    """(bucket, key) of a path-style request path (percent-decoded)."""
+    try:
+        text = unquote(path, encoding="utf-8", errors="strict")
+    except UnicodeDecodeError:
+        raise S3Error("InvalidArgument", "The path is not UTF-8 once percent-decoded.",
+                      ArgumentName="path") from None
+    text = text[1:] if text.startswith("/") else text
+    bucket, _, key = text.partition("/")
+    return bucket, key
+
+
+def _header_bytes(value: str) -> bytes:
+    """A header value as bytes: Latin-1 gives back the bytes a request header was read from
+    (it was decoded so); text that is not Latin-1 is sent as UTF-8. Line breaks become
+    spaces (no header may be injected by a ``response-*`` override)."""
+    value = value.replace("\r", " ").replace("\n", " ")
+    try:
+        return value.encode("latin-1")
+    except UnicodeEncodeError:
+        return value.encode("utf-8")
+
+
+def _set_header(request: server.Request, name: str, value: str) -> None:
+    """Set a response header. ``x-amz-meta-*`` names keep their lower case, as S3 sends
+    them: Twisted would write ``X-Amz-Meta-Color``, and SDKs give the user metadata the
+    case they read (``Color``), not the case it was stored in. That needs Twisted's raw
+    header table, as no public call keeps a name's case."""
+    if name.startswith("x-amz-meta-"):
+        request.responseHeaders._rawHeaders[  # noqa: SLF001 (see the docstring)
+            name.encode("latin-1")] = [_header_bytes(value)]
+    else:
+        request.setHeader(name.encode("latin-1"), _header_bytes(value))
+
+
+class Answer:
+    """What an operation returns: a status, headers, and a body (bytes, or chunks)."""
+
+    def __init__(self, status: int = 200, headers: Mapping[str, str] | None = None,
+                 body: bytes | None = b"", chunks: Any = None, length: int | None = None
+                 ) -> None:
+        self.status = status
+        self.headers = dict(headers or {})
+        self.body = body
+        self.chunks = chunks
+        self.length = length
+
+
+Operation = Callable[[Context], Coroutine[Any, Any, Answer]]
+
+
+class S3Resource(resource.Resource):
+    """Every request to the gateway.
+
+    :param gateway: what authenticates and routes (:class:`tahoe.s3.service.S3Gateway`):
+        ``authenticate(context)`` and ``route(context) -> Operation``.
+    :param own_hosts: host names of the gateway itself (path style).
+    """
+
+    isLeaf = True
+
+    def __init__(self, gateway: Any, own_hosts: frozenset[str]) -> None:
+        super().__init__()
+        self.gateway = gateway
+        self.own_hosts = own_hosts
+
+    def render(self, request: server.Request) -> Any:
+        """Answer asynchronously."""
+        request_id = secrets.token_hex(8).upper()
+        request.setHeader(b"x-amz-request-id", request_id.encode("ascii"))
+        request.setHeader(b"x-amz-id-2", secrets.token_urlsafe(24).encode("ascii"))
+        request.setHeader(b"Server", b"TahoeLAFS-S3")
+        d = Deferred.fromCoroutine(self._answer(request, request_id))
+        request.notifyFinish().addErrback(lambda _: d.cancel())
+        d.addErrback(lambda f: None if f.check(CancelledError) else log.err(
+            f, "S3 request failed while answering"))
+        return server.NOT_DONE_YET
+
+    def _context(self, request: server.Request, request_id: str) -> Context:
+        uri = request.uri.decode("utf-8", "replace")
+        raw_path, _, raw_query = uri.partition("?")
+        headers = _headers(request)
+        query = {}
+        for name, value in parse_qsl(raw_query, keep_blank_values=True):
+            query.setdefault(name, value)
+        virtual = _bucket_from_host(headers.get("host", ""), self.own_hosts)
+        if virtual is not None:
+            bucket = virtual
+            key = _split_path("/" + virtual + raw_path)[1] if raw_path != "/" else ""
+        else:
+            bucket, key = _split_path(raw_path)
+        return Context(request, request_id, request.method.decode("latin-1"), raw_path,
+                       raw_query, headers, query, bucket, key)
+
+    async def _answer(self, request: server.Request, request_id: str) -> None:
+        context: Context | None = None
+        try:
+            context = self._context(request, request_id)
+            await self.gateway.authenticate(context)
+            operation = self.gateway.route(context)
+            answer = await operation(context)
+        except S3Error as error:
+            self._error(request, error, context, request_id)
+            return
+        except CancelledError:
+            raise
+        except Exception as error:  # noqa: BLE001 (the one boundary: never a traceback out)
+            log.msg(f"S3 request {request_id} failed: {_censor(type(error).__name__)}:"
+                    f" {_censor(str(error))[:300]}")
+            from twisted.python.failure import Failure
+            log.msg(_censor(Failure().getTraceback()))
+            self._error(request, S3Error("InternalError"), context, request_id)
+            return
+        await self._send(request, answer)
+
+    def _error(self, request: server.Request, error: S3Error, context: Context | None,
+               request_id: str) -> None:
+        if request.finished or getattr(request, "_disconnected", False):
+            return
+        if request.startedWriting:
+            request.loseConnection()
+            return
+        request.setResponseCode(error.status)
+        if error.status == 304 or request.method == b"HEAD":
+            request.setHeader(b"Content-Length", b"0")
+            request.finish()
+            return
+        resource_path = context.raw_path if context is not None else ""
+        body = xmlio.error_body(error.code, error.message, error.extra,
+                                resource=unquote(resource_path), request_id=request_id)
+        request.setHeader(b"Content-Type", b"application/xml")
+        request.setHeader(b"Content-Length", b"%d" % len(body))
+        request.write(body)
+        request.finish()
+
+    async def _send(self, request: server.Request, answer: Answer) -> None:
+        if request.finished or getattr(request, "_disconnected", False):
+            return
+        request.setResponseCode(answer.status)
+        for name, value in answer.headers.items():
+            _set_header(request, name, value)
+        if answer.chunks is None:
+            body = answer.body or b""
+            if answer.status not in (204, 304) and not request.responseHeaders.hasHeader(
+                    b"content-length"):
+                request.setHeader(b"Content-Length", b"%d" % len(body))
+            if body and request.method != b"HEAD":
+                request.write(body)
+            request.finish()
+            return
+        request.setHeader(b"Content-Length", b"%d" % answer.length)
+        producer = StreamPausing()
+        request.registerProducer(producer, True)
+        sent = 0
+        try:
+            async for chunk in answer.chunks:
+                if producer.stopped:
+                    return
+                request.write(chunk)
+                sent += len(chunk)
+                await producer.ready()
+        except CancelledError:
+            raise
+        except Exception as error:  # noqa: BLE001 (the status is sent: cut the answer short)
+            log.msg(f"S3 download failed after {sent} bytes:"
+                    f" {_censor(type(error).__name__)}: {_censor(str(error))[:300]}")
+            request.unregisterProducer()
+            request.loseConnection()
+            return
+        request.unregisterProducer()
+        if not request.finished:
+            request.finish()
+
+
+class S3Site(server.Site):
+    """The gateway's site: no tracebacks, a censored access log."""
+
+    def __init__(self, root: S3Resource) -> None:
+        super().__init__(root, logFormatter=censored_log_line)
+        self.displayTracebacks = False

@@ -1,0 +1,503 @@
+"""Buckets and objects of one account, over its root directory on the grid.
+
+An account's buckets are the child directories of its root cap; an object key
+``a/b/c`` is the file ``c`` in directory ``a/b`` of the bucket
+(:mod:`.keys`), so what S3 tools write is browsable with ``tahoe ls``, the
+web UI and SFTP. An object's S3 metadata lives in its directory entry's
+metadata under ``"s3"``::
+
+    {"etag": "hex md5 (or md5-of-md5s-N)", "size": n, "last-modified": epoch float,
+     "content-type": "...", "meta": {"name": "value", ...},       # x-amz-meta-*
+     "checksums": {"CRC32": "base64", ...},
+     "cache-control" / "content-disposition" / "content-encoding" /
+     "content-language" / "expires": "..."}
+
+beside Tahoe's own ``tahoe`` link times. A folder marker (a key ending in
+``/``, empty body) is the directory itself, its entry's ``"s3"`` holding
+``"folder": true``. A file linked by another tool has no ``"s3"``: its size
+comes from its cap, its ETag is derived from the cap (not an MD5).
+
+Every change to a directory goes through the node's coalescing
+:meth:`~tahoe.client.dirnode.DirectoryNode.change`: concurrent PUTs into one
+directory are applied together, none lost. Missing intermediate directories
+are made once per (parent, name): concurrent PUTs that need the same new
+directory wait for the one that makes it, and a name taken meanwhile (by
+another gateway) is reused, decided inside the parent's change.
+
+Conflicts of the tree (S3 can hold ``a`` and ``a/b`` at once, a tree
+cannot): a PUT whose directory part names an object, or whose key names a
+directory holding objects, is refused with ``InvalidRequest`` (409) and
+nothing is written.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any
+
+from attrs import field, frozen
+from twisted.internet.defer import Deferred, FirstError, gatherResults
+
+from ..caps.dirnode import DirectoryCap
+from ..caps.immutable import CHKReadCap, LiteralCap
+from ..client.dirnode import DirectoryNode
+from ..dirnode.children import ChildNode, child_from_caps
+from ..dirnode.ops import add_child, delete_child, set_metadata
+from ..dirnode.packing import Entry, unpack_children
+from .errors import S3Error
+from .keys import check_bucket_name, split_key
+
+__all__ = ["AccountStore", "ObjectInfo", "S3_KEY", "STORED_HEADERS", "Children",
+           "read_children", "object_info"]
+
+#: The key of a directory entry's metadata that holds the object's S3 metadata.
+S3_KEY = "s3"
+#: Response headers stored with an object at PUT and sent back at GET.
+STORED_HEADERS = ("cache-control", "content-disposition", "content-encoding",
+                  "content-language", "expires")
+Children = dict[str, Entry]
+#: Seconds a bucket's directory cap is used without reading the root again: back-to-back
+#: requests into a bucket cost one read of the root. A bucket unlinked by another tool
+#: meanwhile is still written to for that long (as it would be by a request that
+#: looked it up just before), one deleted through this gateway is forgotten at once.
+BUCKET_CACHE_SECONDS = 5.0
+#: An ETag given to an empty folder marker: the MD5 of no bytes.
+EMPTY_MD5 = hashlib.md5(b"").hexdigest()
+
+
+@frozen
+class ObjectInfo:
+    """What HEAD says about an object.
+
+    :ivar etag: without quotes.
+    :ivar last_modified: seconds since the epoch.
+    :ivar child: the linked node (None for a folder marker).
+    """
+
+    key: str
+    size: int
+    etag: str
+    last_modified: float
+    content_type: str
+    meta: dict[str, str] = field(factory=dict)
+    checksums: dict[str, str] = field(factory=dict)
+    headers: dict[str, str] = field(factory=dict)
+    child: ChildNode | None = None
+    folder: bool = False
+    size_known: bool = True
+
+
+def _link_time(metadata: Mapping[str, Any]) -> float:
+    tahoe = metadata.get("tahoe")
+    if isinstance(tahoe, dict):
+        for name in ("linkmotime", "linkcrtime"):
+            value = tahoe.get(name)
+            if isinstance(value, (int, float)):
+                return float(value)
+    return 0.0
+
+
+def _derived_etag(child: ChildNode) -> str:
+    """An ETag for a file stored by another tool (its MD5 is unknown): a hash of its read
+    cap, stable while the same file is linked. Not reversible to the cap."""
+    return hashlib.sha256(b"tahoe-s3-etag:" + (child.read_uri or b"")).hexdigest()[:32]
+
+
+def object_info(key: str, entry: Entry, folder: bool = False) -> ObjectInfo:
+    """The :class:`ObjectInfo` of a directory entry (a file, or a folder marker's directory)."""
+    metadata = entry.metadata
+    s3 = metadata.get(S3_KEY)
+    s3 = s3 if isinstance(s3, dict) else {}
+    child = entry.child
+    cap = child.cap
+    size_known = True
+    if folder:
+        size = 0
+    elif isinstance(cap, (CHKReadCap, LiteralCap)):
+        size = cap.size
+    elif isinstance(s3.get("size"), int):
+        size = s3["size"]
+    else:
+        size, size_known = 0, False  # a mutable file: known only by reading it
+    modified = s3.get("last-modified")
+    etag = s3.get("etag")
+    if not isinstance(etag, str) or s3.get("size") != size:
+        # no S3 metadata, or the file was replaced by another tool since
+        etag = EMPTY_MD5 if folder else _derived_etag(child)
+    meta = s3.get("meta")
+    checksums = s3.get("checksums")
+    return ObjectInfo(
+        key=key, size=size, etag=etag,
+        last_modified=float(modified) if isinstance(modified, (int, float))
+        else _link_time(metadata),
+        content_type=str(s3.get("content-type") or ("application/x-directory" if folder
+                                                     else "binary/octet-stream")),
+        meta={str(k): str(v) for k, v in meta.items()} if isinstance(meta, dict) else {},
+        checksums={str(k): str(v) for k, v in checksums.items()}
+        if isinstance(checksums, dict) else {},
+        headers={name: str(s3[name]) for name in STORED_HEADERS if isinstance(s3.get(name), str)},
+        child=None if folder else child, folder=folder, size_known=size_known)
+
+
+def is_folder_marker(entry: Entry) -> bool:
+    """Whether a directory entry is a folder marker (a directory PUT as ``key/``)."""
+    s3 = entry.metadata.get(S3_KEY)
+    return entry.child.is_directory and isinstance(s3, dict) and s3.get("folder") is True
+
+
+async def read_children(node: DirectoryNode) -> Children:
+    """A directory's entries read without decrypting write caps (listings need only the
+    read caps, and 10,000 entries decrypt in a noticeable time)."""
+    data = await node.read_bytes()
+    return unpack_children(data, None, mutable=node.is_mutable)
+
+
+class _Failed:
+    """An S3 refusal decided inside a directory change (raised after the change)."""
+
+    def __init__(self, error: S3Error) -> None:
+        self.error = error
+
+
+def _conflict(key: str, why: str) -> S3Error:
+    return S3Error("InvalidRequest", f"The key cannot be stored in the tree of directories:"
+                   f" {why}.", status=409, Key=key)
+
+
+class AccountStore:
+    """The buckets and objects of one account.
+
+    :param services: the node's client services (``ClientServices``).
+    :param root: the account's root directory (writable).
+    """
+
+    def __init__(self, services: Any, root: DirectoryCap) -> None:
+        self.services = services
+        self.root = root
+        #: Directories being made: (parent cap, name) -> waiters for the new cap.
+        self._making: dict[tuple[str, str], list[Deferred]] = {}
+        #: Bucket name -> (when looked up, its directory's cap), see :data:`BUCKET_CACHE_SECONDS`.
+        self._buckets: dict[str, tuple[float, DirectoryCap]] = {}
+
+    # -- helpers
+
+    def node(self, cap: DirectoryCap) -> DirectoryNode:
+        """The coalescing node of a directory."""
+        return self.services.directories.open(cap)  # type: ignore[no-any-return]
+
+    @staticmethod
+    async def change(node: DirectoryNode, change: Callable[[Children, bool], tuple[Any, Any]]
+                     ) -> Any:
+        """Apply ``change`` to ``node``; an :class:`S3Error` it raises is raised here (the
+        other changes of the same batch still apply)."""
+        def guarded(table: Children, first: bool) -> tuple[Any, Any]:
+            try:
+                return change(table, first)
+            except S3Error as error:
+                return None, _Failed(error)
+        result = await node.change(guarded)
+        if isinstance(result, _Failed):
+            raise result.error
+        return result
+
+    async def bucket(self, name: str) -> DirectoryNode:
+        """The directory of bucket ``name``.
+
+        :raises S3Error: ``NoSuchBucket``.
+        """
+        now = self.services.clock.seconds()
+        known = self._buckets.get(name)
+        if known is not None and now - known[0] < BUCKET_CACHE_SECONDS:
+            return self.node(known[1])
+        # opened by its write cap, so that changes are possible and coalesce per directory
+        entry = (await self.node(self.root).list()).get(name) if name else None
+        if entry is None or not entry.child.is_directory:
+            self._buckets.pop(name, None)
+            raise S3Error("NoSuchBucket", BucketName=name)
+        self._buckets[name] = (now, entry.child.cap)  # type: ignore[assignment]
+        return self.node(entry.child.cap)  # type: ignore[arg-type]
+
+    # -- buckets
+
+    async def list_buckets(self) -> list[tuple[str, float]]:
+        """(name, creation time) of every bucket, sorted by name. Children of the root
+        that are not valid bucket names are left out."""
+        table = await read_children(self.node(self.root))
+        found = []
+        for name in sorted(table):
+            entry = table[name]
+            if not entry.child.is_directory:
+                continue
+            try:
+                check_bucket_name(name)
+            except S3Error:
+                continue
+            tahoe = entry.metadata.get("tahoe", {})
+            created = tahoe.get("linkcrtime") if isinstance(tahoe, dict) else None
+            found.append((name, float(created) if isinstance(created, (int, float)) else 0.0))
+        return found
+
+    async def create_bucket(self, name: str) -> None:
+        """Make bucket ``name``.
+
+        :raises S3Error: ``InvalidBucketName``, ``BucketAlreadyOwnedByYou``, or
+            ``BucketAlreadyExists`` when a file of that name is in the root.
+        """
+        check_bucket_name(name)
+        root = self.node(self.root)
+        if name in await read_children(root):
+            raise self._exists(name, (await read_children(root))[name])
+        cap = await self.services.directories.create()
+        child = child_from_caps(cap.to_string(), cap.readonly().to_string())
+
+        def link(table: Children, first: bool) -> tuple[Any, None]:
+            existing = table.get(name)
+            if existing is not None:
+                if not first and existing.child == child:
+                    return None, None
+                raise self._exists(name, existing)
+            return add_child(table, name, child, now=root.now(), overwrite=False), None
+        await self.change(root, link)
+
+    @staticmethod
+    def _exists(name: str, entry: Entry) -> S3Error:
+        if entry.child.is_directory:
+            return S3Error("BucketAlreadyOwnedByYou", BucketName=name)
+        return S3Error("BucketAlreadyExists", "A file of this name is in the account's root"
+                       " directory.", BucketName=name)
+
+    async def delete_bucket(self, name: str) -> None:
+        """Unlink an empty bucket.
+
+        :raises S3Error: ``NoSuchBucket``; ``BucketNotEmpty`` if it holds any object (or
+            an unfinished ... other entry: only empty directories left by deletes are
+            ignored).
+        """
+        bucket = await self.bucket(name)
+        if await self._holds_anything(bucket):
+            raise S3Error("BucketNotEmpty", BucketName=name)
+        root = self.node(self.root)
+        cap = bucket.cap
+
+        def unlink(table: Children, first: bool) -> tuple[Any, None]:
+            existing = table.get(name)
+            if existing is None or existing.child.cap != cap:
+                return None, None
+            return delete_child(table, name, first_time=first)[0], None
+        self._buckets.pop(name, None)
+        await self.change(root, unlink)
+
+    async def _holds_anything(self, node: DirectoryNode) -> bool:
+        """Whether a directory holds an object (a file or a folder marker) at any depth."""
+        table = await read_children(node)
+        subdirectories = []
+        for entry in table.values():
+            if not entry.child.is_directory or is_folder_marker(entry):
+                return True
+            subdirectories.append(entry.child.cap)
+        for cap in subdirectories:
+            if await self._holds_anything(self.node(cap)):  # type: ignore[arg-type]
+                return True
+        return False
+
+    async def has_keys(self, cap: DirectoryCap) -> bool:
+        """Whether the directory ``cap`` holds any object at any depth."""
+        return await self._holds_anything(self.node(cap))
+
+    # -- objects
+
+    async def lookup(self, bucket: str, key: str) -> ObjectInfo:
+        """The object ``key`` of ``bucket``.
+
+        :raises S3Error: ``NoSuchBucket``, ``NoSuchKey``, or a key error (:mod:`.keys`).
+        """
+        dirs, leaf, folder = split_key(key)
+        node = await self.bucket(bucket)
+        table = await read_children(node)
+        names = dirs[:-1] if folder else dirs
+        for name in names:
+            entry = table.get(name)
+            if entry is None or not entry.child.is_directory:
+                raise S3Error("NoSuchKey", Key=key)
+            table = await read_children(self.node(entry.child.cap))  # type: ignore[arg-type]
+        entry = table.get(dirs[-1] if folder else leaf)
+        if entry is None:
+            raise S3Error("NoSuchKey", Key=key)
+        if folder:
+            if not is_folder_marker(entry):
+                raise S3Error("NoSuchKey", Key=key)
+            return object_info(key, entry, folder=True)
+        if not entry.child.is_file:
+            raise S3Error("NoSuchKey", Key=key)
+        return object_info(key, entry)
+
+    async def directory_for(self, bucket: str, dirs: list[str], key: str) -> DirectoryNode:
+        """The directory ``dirs`` of ``bucket``, made (with its parents) where missing.
+
+        :raises S3Error: ``NoSuchBucket``; a conflict when a name on the way is a file.
+        """
+        node = await self.bucket(bucket)
+        for name in dirs:
+            node = await self._subdirectory(node, name, key)
+        return node
+
+    async def _subdirectory(self, parent: DirectoryNode, name: str, key: str) -> DirectoryNode:
+        entry = (await parent.list()).get(name)
+        if entry is not None:
+            if not entry.child.is_directory:
+                raise _conflict(key, f"'{name}' is an object, not a directory")
+            return self.node(entry.child.cap)  # type: ignore[arg-type]
+        return self.node(await self._make_directory(parent, name, key))
+
+    async def _make_directory(self, parent: DirectoryNode, name: str, key: str,
+                              folder: dict[str, Any] | None = None) -> DirectoryCap:
+        """Make and link directory ``name`` in ``parent`` (once for concurrent callers);
+        with ``folder``, mark it a folder marker with that S3 metadata."""
+        slot = (parent.cap.to_string(), name)
+        waiting = self._making.get(slot)
+        if waiting is not None and folder is None:
+            d: Deferred = Deferred()
+            waiting.append(d)
+            return await d  # type: ignore[no-any-return]
+        waiters: list[Deferred] = []
+        if folder is None:
+            self._making[slot] = waiters
+        try:
+            cap = await self._link_new_directory(parent, name, key, folder)
+        except BaseException as error:
+            for d in waiters:
+                d.errback(error)
+            raise
+        finally:
+            if self._making.get(slot) is waiters:
+                del self._making[slot]
+        for d in waiters:
+            d.callback(cap)
+        return cap
+
+    async def _link_new_directory(self, parent: DirectoryNode, name: str, key: str,
+                                  folder: dict[str, Any] | None) -> DirectoryCap:
+        new_cap = await self.services.directories.create()
+        child = child_from_caps(new_cap.to_string(), new_cap.readonly().to_string())
+        metadata = {S3_KEY: folder} if folder is not None else None
+
+        def link(table: Children, first: bool) -> tuple[Any, DirectoryCap]:
+            existing = table.get(name)
+            if existing is None:
+                return add_child(table, name, child, metadata, now=parent.now(),
+                                 overwrite=False), new_cap
+            if not existing.child.is_directory:
+                raise _conflict(key, f"'{name}' is an object, not a directory")
+            if existing.child == child or folder is None:
+                return None, existing.child.cap  # made meanwhile: use that one
+            new_metadata = dict(existing.metadata)
+            new_metadata[S3_KEY] = folder
+            return (set_metadata(table, name, new_metadata, now=parent.now()),
+                    existing.child.cap)
+        return await self.change(parent, link)  # type: ignore[no-any-return]
+
+    async def put_folder(self, bucket: str, key: str, s3: dict[str, Any]) -> None:
+        """Store the folder marker ``key`` (ending in ``/``): its directory, made where
+        missing and marked."""
+        dirs, _, _ = split_key(key)
+        parent = await self.directory_for(bucket, dirs[:-1], key)
+        await self._make_directory(parent, dirs[-1], key, folder=dict(s3, folder=True))
+
+    async def link_file(self, parent: DirectoryNode, leaf: str, key: str, cap_text: str,
+                        s3: dict[str, Any]) -> None:
+        """Link the file ``cap_text`` as ``leaf`` in ``parent`` with S3 metadata ``s3``,
+        replacing a file of that name.
+
+        :raises S3Error: a conflict when ``leaf`` is a directory.
+        """
+        child = child_from_caps(cap_text)
+
+        def link(table: Children, first: bool) -> tuple[Any, None]:
+            existing = table.get(leaf)
+            if existing is not None and existing.child.is_directory:
+                raise _conflict(key, f"'{leaf}' is a directory (of other keys, or a folder"
+                                " marker), not an object")
+            metadata = dict(existing.metadata) if existing is not None else {}
+            metadata.pop(S3_KEY, None)
+            metadata[S3_KEY] = s3
+            return add_child(table, leaf, child, metadata, now=parent.now()), None
+        await self.change(parent, link)
+
+    async def delete(self, bucket: str, key: str) -> None:
+        """Remove object ``key``; a missing one is no error (S3's rule). Directories left
+        empty stay (a listing shows no key for them). A folder marker's directory is
+        unlinked only if it is empty, else only unmarked.
+
+        :raises S3Error: ``NoSuchBucket``, a key error.
+        """
+        dirs, leaf, folder = split_key(key)
+        node = await self.bucket(bucket)
+        names = dirs[:-1] if folder else dirs
+        for name in names:
+            entry = (await node.list()).get(name)
+            if entry is None or not entry.child.is_directory:
+                return
+            node = self.node(entry.child.cap)  # type: ignore[arg-type]
+        if folder:
+            await self._delete_folder(node, dirs[-1])
+            return
+        parent = node
+
+        def unlink(table: Children, first: bool) -> tuple[Any, None]:
+            existing = table.get(leaf)
+            if existing is None or not existing.child.is_file:
+                return None, None
+            return delete_child(table, leaf, first_time=first)[0], None
+        await self.change(parent, unlink)
+
+    async def _delete_folder(self, parent: DirectoryNode, name: str) -> None:
+        entry = (await read_children(parent)).get(name)
+        if entry is None or not is_folder_marker(entry):
+            return
+        empty = not await read_children(self.node(entry.child.cap))  # type: ignore[arg-type]
+        read_cap = entry.child.read_uri
+
+        def unmark(table: Children, first: bool) -> tuple[Any, None]:
+            existing = table.get(name)
+            if existing is None or existing.child.read_uri != read_cap \
+                    or not is_folder_marker(existing):
+                return None, None
+            if empty:
+                return delete_child(table, name, first_time=first)[0], None
+            metadata = dict(existing.metadata)
+            del metadata[S3_KEY]
+            return set_metadata(table, name, metadata, now=parent.now()), None
+        await self.change(parent, unmark)
+
+    async def read(self, info: ObjectInfo, offset: int, length: int | None
+                   ) -> AsyncIterator[bytes]:
+        """The bytes of an object from ``offset`` (``length`` of them, None: to the end)."""
+        child = info.child
+        if child is None:
+            return
+        cap = child.cap
+        if isinstance(cap, LiteralCap):
+            end = None if length is None else offset + length
+            yield cap.data[offset:end]
+        elif isinstance(cap, CHKReadCap):
+            async for chunk in self.services.download(cap).read(offset, length):
+                yield chunk
+        else:
+            data = await self.services.mutable.open(cap).read()
+            yield data[offset:] if length is None else data[offset:offset + length]
+
+    async def size_of(self, info: ObjectInfo) -> int:
+        """An object's size, reading a mutable file's (unknown until read)."""
+        if info.size_known or info.child is None:
+            return info.size
+        return int(await self.services.mutable.open(info.child.cap).size())
+
+
+async def gather(*coroutines: Any) -> list[Any]:
+    """Run several coroutines together; their results, or the first one's failure."""
+    try:
+        return await gatherResults(  # type: ignore[no-any-return]
+            [Deferred.fromCoroutine(c) for c in coroutines], consumeErrors=True)
+    except FirstError as error:
+        error.subFailure.raiseException()
+        raise  # not reached
