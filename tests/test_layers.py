@@ -28,7 +28,7 @@ CORE_FILES = [
     "cli/aliases.py", "cli/errors.py",
     *(f"invite/{name}.py" for name in ("__init__", "errors", "messages")),
     *(f"stats/{name}.py" for name in ("__init__", "samples", "registry", "cpu", "openmetrics")),
-    *(f"s3/{name}.py" for name in ("__init__", "errors", "keys", "sigv4", "chunked",
+    *(f"s3/{name}.py" for name in ("__init__", "errors", "keys", "sigv4", "sigv2", "chunked",
                                    "checksums", "xmlio", "accounts")),
 ]
 CORE_MODULES = sorted({*(p for pkg in CORE_PACKAGES for p in (SRC / pkg).rglob("*.py")),

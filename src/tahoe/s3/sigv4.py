@@ -86,7 +86,9 @@ class SignedRequest:
     :ivar signature: lower-case hex.
     :ivar amz_date: ``YYYYMMDDTHHMMSSZ``.
     :ivar payload_hash: hex SHA-256 of the body or one of :data:`SPECIAL_PAYLOADS`.
-    :ivar expires: seconds a presigned URL is valid (None for the header form).
+    :ivar expires: seconds a presigned URL is valid (None for the header form); for
+        Signature Version 2, the epoch second it expires at.
+    :ivar version: 4, or 2 for Signature Version 2 (:mod:`tahoe.s3.sigv2`).
     """
 
     credential: Credential
@@ -96,6 +98,7 @@ class SignedRequest:
     payload_hash: str
     presigned: bool
     expires: int | None = None
+    version: int = 4
 
     @property
     def streaming(self) -> bool:
@@ -360,15 +363,17 @@ def _parse_query_form(params: dict[str, str], headers: Mapping[str, str]) -> Sig
 
 
 def parse_request_auth(method: str, raw_path: str, raw_query: str,
-                       headers: Mapping[str, str]) -> SignedRequest:
+                       headers: Mapping[str, str], allow_v2: bool = False) -> SignedRequest:
     """What a request says about its signature (nothing is verified yet).
 
     :param raw_path: the path as sent (percent-encoded); unused, kept for symmetry
         with :func:`verify_request`.
     :param raw_query: the query string as sent, without ``?``.
     :param headers: lower-case names -> values (repeated headers joined by ``,``).
+    :param allow_v2: accept Signature Version 2 (:mod:`tahoe.s3.sigv2`) instead of
+        refusing it.
     :raises S3Error: ``AccessDenied`` for an anonymous request; ``InvalidRequest``
-        for Signature Version 2 (only V4 is supported) or a header form without
+        for Signature Version 2 (unless allowed) or a header form without
         ``x-amz-content-sha256``; ``InvalidArgument`` for another scheme, both forms
         at once or a bad payload hash; ``AuthorizationHeaderMalformed`` or
         ``AuthorizationQueryParametersError`` for a malformed signature.
@@ -382,11 +387,16 @@ def parse_request_auth(method: str, raw_path: str, raw_query: str,
                       " X-Amz-Algorithm query parameter, Signature query string parameter"
                       " or the Authorization header should be specified",
                       ArgumentName="Authorization", ArgumentValue=authorization[:40])
+    v2_query = "X-Amz-Algorithm" not in params and all(n in params for n in _SIGV2_QUERY)
+    if allow_v2 and ((authorization or "").startswith("AWS ") or
+                     (authorization is None and v2_query)):
+        from .sigv2 import parse_v2
+        return parse_v2(authorization, params)
     if authorization is not None:
         return _parse_header_form(authorization, headers)
     if "X-Amz-Algorithm" in params:
         return _parse_query_form(params, headers)
-    if all(name in params for name in _SIGV2_QUERY):
+    if v2_query:
         raise _unsupported_v2(presigned=True)
     raise S3Error("AccessDenied", "Anonymous access is not allowed: sign requests with"
                   " an access key of this gateway (Signature Version 4).")
@@ -457,19 +467,27 @@ def _canonical_uris(raw_path: str) -> list[str]:
 
 def verify_request(req: SignedRequest, secret: str, method: str, raw_path: str,
                    raw_query: str, headers: Mapping[str, str], now: float,
-                   region: str, max_skew: int = 900) -> bytes:
+                   region: str, max_skew: int = 900,
+                   virtual_host_bucket: str | None = None) -> bytes:
     """Check a request's signature with the account's secret; the signing key if good.
 
     :param now: the gateway's time, in seconds since the epoch.
     :param region: the gateway's region (``[s3]region``).
     :param max_skew: seconds a header-form request's time may differ from ``now``
         (S3: 15 minutes); a presigned URL may be dated at most that far ahead.
-    :return: the signing key, for the chunk signatures of an ``aws-chunked`` body.
+    :param virtual_host_bucket: the bucket named by the Host of a virtual-host style
+        request (only Signature Version 2 signs it as part of the path).
+    :return: the signing key, for the chunk signatures of an ``aws-chunked`` body
+        (``b""`` for Signature Version 2).
     :raises S3Error: ``AuthorizationHeaderMalformed``/``AuthorizationQueryParametersError``
         for another region or service or a credential date unlike the request's;
         ``RequestTimeTooSkewed`` (header form); ``AccessDenied`` "Request has expired"
         (presigned) or for unsigned ``x-amz-*`` headers; ``SignatureDoesNotMatch``.
     """
+    if req.version == 2:
+        from .sigv2 import verify_v2
+        return verify_v2(req, secret, method, raw_path, raw_query, headers, now, max_skew,
+                         virtual_host_bucket)
     _check_scope(req, region)
     _check_time(req, now, max_skew)
     _check_all_amz_headers_signed(req, headers)
