@@ -81,7 +81,7 @@ class ChunkSigner:
         self._compare(expected, signature)
 
     def _compare(self, expected: str, given: str) -> None:
-        if not hmac.compare_digest(expected, given):
+        if not hmac.compare_digest(expected.encode("ascii"), given.encode("utf-8", "replace")):
             raise S3Error("SignatureDoesNotMatch", "The chunk signature we calculated does"
                           " not match the signature you provided.")
         self.previous = given
