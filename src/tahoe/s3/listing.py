@@ -12,18 +12,43 @@ delimiter after the prefix is one common prefix, read no further than to
 see that it holds a key (an empty directory left by deletes is no key and no
 common prefix): with ``delimiter=/`` and a prefix ending in ``/``, only that
 directory is read, whatever lies below it.
+
+Speed (10,000 keys in one directory, ten pages): a directory is read as
+(name, read cap, metadata) triples (:func:`sorted_entries`), without parsing
+caps or metadata; only the entries a page returns are parsed whole. The
+sorted triples are kept for :data:`~.store.LISTING_CACHE_SECONDS` while a client
+pages through them, and dropped as soon as this gateway changes the directory
+(:meth:`~.store.AccountStore.change`); a change by another writer is seen
+within that time.
 """
 from __future__ import annotations
 
+import bisect
+import json
+import unicodedata
 from collections.abc import AsyncIterator
 from typing import Any
 
 from attrs import frozen
 
 from ..caps.dirnode import DirectoryCap
-from .store import AccountStore, ObjectInfo, is_folder_marker, object_info, read_children
+from ..dirnode.children import child_from_caps
+from ..dirnode.errors import CorruptDirectory
+from ..dirnode.packing import Entry
+from ..util.errors import BadNetstring
+from ..util.netstring import split_netstring
+from .store import S3_KEY, AccountStore, ObjectInfo, describe, size_from_cap
 
-__all__ = ["ListPage", "list_objects"]
+__all__ = ["ListPage", "SortedDirectory", "list_objects", "sorted_entries"]
+
+#: Read-cap prefixes of directories and files as a directory stores them.
+_DIRECTORY_CAPS = (b"URI:DIR2-RO:", b"URI:DIR2-CHK:", b"URI:DIR2-LIT:", b"URI:DIR2-MDMF-RO:",
+                   b"URI:DIR2:", b"URI:DIR2-MDMF:")
+_FILE_CAPS = (b"URI:CHK:", b"URI:LIT:", b"URI:SSK-RO:", b"URI:MDMF-RO:")
+
+#: One directory entry as a listing first sees it:
+#: (sort name, name, is a directory, read cap, metadata JSON).
+Light = tuple[str, str, bool, bytes, bytes]
 
 
 @frozen
@@ -38,9 +63,83 @@ class ListPage:
     truncated: bool
 
 
-def _sort_name(item: tuple[str, Any]) -> str:
-    name, entry = item
-    return name + "/" if entry.child.is_directory else name
+@frozen
+class SortedDirectory:
+    """A directory's files and subdirectories in listing order.
+
+    :ivar entries: light entries, sorted.
+    :ivar names: their sort names, in the same order (for bisection).
+    """
+
+    entries: list[Light]
+    names: list[str]
+
+    def after(self, start: str, base: str) -> list[Light]:
+        """The entries of the directory ``base`` that may hold keys after ``start``: from
+        the last one sorting at or before it (a directory that may hold it) on."""
+        if not start.startswith(base):
+            return self.entries
+        at = bisect.bisect_right(self.names, start[len(base):])
+        return self.entries[max(0, at - 1):]
+
+
+def sorted_entries(data: bytes) -> SortedDirectory:
+    """A directory's files and subdirectories in listing order, caps and metadata unparsed
+    (children of other kinds are left out).
+
+    :raises CorruptDirectory: for broken netstrings or names that are not UTF-8.
+    """
+    entries: list[Light] = []
+    position = 0
+    try:
+        while position < len(data):
+            entry, position = split_netstring(data, position)
+            name_bytes, inner = split_netstring(entry, 0)
+            read_cap, inner = split_netstring(entry, inner)
+            _, inner = split_netstring(entry, inner)  # the encrypted write cap
+            metadata, _ = split_netstring(entry, inner)
+            read_cap = read_cap.rstrip(b" ")
+            if read_cap.startswith(_DIRECTORY_CAPS):
+                directory = True
+            elif read_cap.startswith(_FILE_CAPS):
+                directory = False
+            else:
+                continue
+            name = unicodedata.normalize("NFC", name_bytes.decode("utf-8"))
+            entries.append((name + "/" if directory else name, name, directory, read_cap,
+                            metadata))
+    except (BadNetstring, UnicodeDecodeError) as error:
+        raise CorruptDirectory(f"directory entry: {error}") from None
+    entries.sort()
+    return SortedDirectory(entries, [entry[0] for entry in entries])
+
+
+def _entry(light: Light) -> Entry:
+    """The whole entry of a light one (its read cap and metadata parsed)."""
+    _, name, _, read_cap, metadata_json = light
+    try:
+        metadata = json.loads(metadata_json)
+    except ValueError:
+        metadata = {}
+    return Entry(child_from_caps(None, read_cap, name=name),
+                 metadata if isinstance(metadata, dict) else {})
+
+
+def _info(key: str, light: Light, folder: bool) -> ObjectInfo:
+    """What a listing says of an object: from its metadata and the text of its cap."""
+    try:
+        metadata = json.loads(light[4])
+    except ValueError:
+        metadata = {}
+    return describe(key, metadata if isinstance(metadata, dict) else {}, light[3],
+                    size_from_cap(light[3]), folder)
+
+
+def _is_folder_marker(light: Light) -> bool:
+    if not light[2] or S3_KEY.encode() not in light[4]:
+        return False
+    s3 = _entry(light).metadata.get(S3_KEY)
+    return isinstance(s3, dict) and s3.get("folder") is True
 
 
 class _Walk:
@@ -75,39 +174,38 @@ class _Walk:
         at = key.find(self.delimiter, len(self.prefix))
         return None if at == -1 else key[:at + len(self.delimiter)]
 
-    async def entries(self, cap: DirectoryCap, base: str
+    async def entries(self, cap: Any, base: str
                       ) -> AsyncIterator[tuple[str, ObjectInfo | None]]:
-        table = await read_children(self.store.node(cap))
-        for name, entry in sorted(table.items(), key=_sort_name):
-            child = entry.child
-            if child.is_file:
-                key = base + name
+        directory = await self.store.listing(cap, sorted_entries)
+        for light in directory.after(self.start, base):
+            if not light[2]:
+                key = base + light[1]
                 if self.wanted(key):
-                    async for item in self.emit(key, lambda: object_info(key, entry)):
+                    async for item in self.emit(key, light, folder=False):
                         yield item
-            elif child.is_directory:
-                path = base + name + "/"
-                if is_folder_marker(entry) and self.wanted(path):
-                    async for item in self.emit(path, lambda: object_info(
-                            path, entry, folder=True)):
-                        yield item
-                if not self.subtree_wanted(path):
-                    continue
-                common = self.rolled_up(path)
-                if common is not None and len(common) <= len(path):
-                    if common != self.last_prefix and common > self.start \
-                            and common != self.skip_below \
-                            and await self.store.has_keys(child.cap):  # type: ignore[arg-type]
-                        self.last_prefix = common
-                        yield common, None
-                    continue
-                async for item in self.entries(child.cap, path):  # type: ignore[arg-type]
+                continue
+            path = base + light[1] + "/"
+            if self.wanted(path) and _is_folder_marker(light):
+                async for item in self.emit(path, light, folder=True):
                     yield item
+            if not self.subtree_wanted(path):
+                continue
+            child = _entry(light).child.cap
+            common = self.rolled_up(path)
+            if common is not None and len(common) <= len(path):
+                if common != self.last_prefix and common > self.start \
+                        and common != self.skip_below and await self.store.has_keys(child):
+                    self.last_prefix = common
+                    yield common, None
+                continue
+            async for item in self.entries(child, path):
+                yield item
 
-    async def emit(self, key: str, info: Any) -> AsyncIterator[tuple[str, ObjectInfo | None]]:
+    async def emit(self, key: str, light: Light, folder: bool
+                   ) -> AsyncIterator[tuple[str, ObjectInfo | None]]:
         common = self.rolled_up(key)
         if common is None:
-            yield key, info()
+            yield key, _info(key, light, folder)
         elif common != self.last_prefix and common != self.skip_below:
             self.last_prefix = common
             yield common, None
@@ -122,17 +220,17 @@ async def list_objects(store: AccountStore, bucket: str, prefix: str, delimiter:
     node = await store.bucket(bucket)
     walk = _Walk(store, prefix, delimiter, start)
     items: list[tuple[str, ObjectInfo | None]] = []
-    dirs = prefix.split("/")[:-1]
     cap: DirectoryCap = node.cap
     base = ""
-    for name in dirs:
-        entry = (await read_children(store.node(cap))).get(name)
-        if entry is None or not entry.child.is_directory:
+    for name in prefix.split("/")[:-1]:
+        light = next((e for e in (await store.listing(cap, sorted_entries)).entries
+                      if e[1] == name and e[2]), None)
+        if light is None:
             return ListPage((), False)
         path = base + name + "/"
-        if path == prefix and is_folder_marker(entry) and walk.wanted(path):
-            items.append((path, object_info(path, entry, folder=True)))
-        cap, base = entry.child.cap, path  # type: ignore[assignment]
+        if path == prefix and walk.wanted(path) and _is_folder_marker(light):
+            items.append((path, _info(path, light, folder=True)))
+        cap, base = _entry(light).child.cap, path  # type: ignore[assignment]
     if max_keys <= 0:
         return ListPage((), False)
     truncated = False

@@ -48,7 +48,7 @@ from .errors import S3Error
 from .keys import check_bucket_name, split_key
 
 __all__ = ["AccountStore", "ObjectInfo", "S3_KEY", "STORED_HEADERS", "Children",
-           "read_children", "object_info"]
+           "read_children", "object_info", "describe", "size_from_cap"]
 
 #: The key of a directory entry's metadata that holds the object's S3 metadata.
 S3_KEY = "s3"
@@ -61,6 +61,11 @@ Children = dict[str, Entry]
 #: meanwhile is still written to for that long (as it would be by a request that
 #: looked it up just before), one deleted through this gateway is forgotten at once.
 BUCKET_CACHE_SECONDS = 5.0
+#: Seconds a directory read for a listing serves the listing pages that follow it; a
+#: change through this gateway drops it at once (changes by others are seen after this).
+LISTING_CACHE_SECONDS = 2.0
+#: The most directories kept read for listings at once.
+LISTINGS_KEPT = 64
 #: An ETag given to an empty folder marker: the MD5 of no bytes.
 EMPTY_MD5 = hashlib.md5(b"").hexdigest()
 
@@ -97,33 +102,42 @@ def _link_time(metadata: Mapping[str, Any]) -> float:
     return 0.0
 
 
-def _derived_etag(child: ChildNode) -> str:
+def _derived_etag(read_uri: bytes) -> str:
     """An ETag for a file stored by another tool (its MD5 is unknown): a hash of its read
     cap, stable while the same file is linked. Not reversible to the cap."""
-    return hashlib.sha256(b"tahoe-s3-etag:" + (child.read_uri or b"")).hexdigest()[:32]
+    return hashlib.sha256(b"tahoe-s3-etag:" + read_uri).hexdigest()[:32]
 
 
 def object_info(key: str, entry: Entry, folder: bool = False) -> ObjectInfo:
     """The :class:`ObjectInfo` of a directory entry (a file, or a folder marker's directory)."""
-    metadata = entry.metadata
+    cap = entry.child.cap
+    size = cap.size if isinstance(cap, (CHKReadCap, LiteralCap)) else None
+    return describe(key, entry.metadata, entry.child.read_uri or b"", size, folder,
+                    entry.child)
+
+
+def describe(key: str, metadata: Mapping[str, Any], read_uri: bytes, size: int | None,
+             folder: bool = False, child: ChildNode | None = None) -> ObjectInfo:
+    """The :class:`ObjectInfo` of an entry's metadata and read cap.
+
+    :param size: the file's size if its cap tells (an immutable file), else None.
+    :param child: the linked node, for reading (None in listings).
+    """
     s3 = metadata.get(S3_KEY)
     s3 = s3 if isinstance(s3, dict) else {}
-    child = entry.child
-    cap = child.cap
     size_known = True
     if folder:
         size = 0
-    elif isinstance(cap, (CHKReadCap, LiteralCap)):
-        size = cap.size
-    elif isinstance(s3.get("size"), int):
-        size = s3["size"]
-    else:
-        size, size_known = 0, False  # a mutable file: known only by reading it
+    elif size is None:
+        if isinstance(s3.get("size"), int):
+            size = s3["size"]
+        else:
+            size, size_known = 0, False  # a mutable file: known only by reading it
     modified = s3.get("last-modified")
     etag = s3.get("etag")
     if not isinstance(etag, str) or s3.get("size") != size:
         # no S3 metadata, or the file was replaced by another tool since
-        etag = EMPTY_MD5 if folder else _derived_etag(child)
+        etag = EMPTY_MD5 if folder else _derived_etag(read_uri)
     meta = s3.get("meta")
     checksums = s3.get("checksums")
     return ObjectInfo(
@@ -137,6 +151,21 @@ def object_info(key: str, entry: Entry, folder: bool = False) -> ObjectInfo:
         if isinstance(checksums, dict) else {},
         headers={name: str(s3[name]) for name in STORED_HEADERS if isinstance(s3.get(name), str)},
         child=None if folder else child, folder=folder, size_known=size_known)
+
+
+def size_from_cap(read_cap: bytes) -> int | None:
+    """The size an immutable file's read cap (as a directory stores it) tells, without
+    parsing the rest of it; None for other caps.
+
+    ``URI:CHK:key:hash:k:N:SIZE`` ends with the size; ``URI:LIT:DATA`` holds the data in
+    unpadded base32 (5 bits a character).
+    """
+    if read_cap.startswith(b"URI:CHK:"):
+        tail = read_cap.rsplit(b":", 1)[1]
+        return int(tail) if tail.isdigit() else None
+    if read_cap.startswith(b"URI:LIT:"):
+        return (len(read_cap) - len(b"URI:LIT:")) * 5 // 8
+    return None
 
 
 def is_folder_marker(entry: Entry) -> bool:
@@ -178,6 +207,8 @@ class AccountStore:
         self._making: dict[tuple[str, str], list[Deferred]] = {}
         #: Bucket name -> (when looked up, its directory's cap), see :data:`BUCKET_CACHE_SECONDS`.
         self._buckets: dict[str, tuple[float, DirectoryCap]] = {}
+        #: Read cap -> (when read, what a listing made of it), see :meth:`listing`.
+        self._listings: dict[str, tuple[float, Any]] = {}
 
     # -- helpers
 
@@ -185,9 +216,25 @@ class AccountStore:
         """The coalescing node of a directory."""
         return self.services.directories.open(cap)  # type: ignore[no-any-return]
 
-    @staticmethod
-    async def change(node: DirectoryNode, change: Callable[[Children, bool], tuple[Any, Any]]
-                     ) -> Any:
+    async def listing(self, cap: DirectoryCap, parse: Callable[[bytes], Any]) -> Any:
+        """``parse`` of a directory's contents, read again only after
+        :data:`LISTING_CACHE_SECONDS` or a change through this store (the pages of a
+        listing that follow one another read the directory once)."""
+        key = cap.readonly().to_string()
+        now = self.services.clock.seconds()
+        known = self._listings.get(key)
+        if known is not None and now - known[0] < LISTING_CACHE_SECONDS:
+            return known[1]
+        parsed = parse(await self.node(cap).read_bytes())
+        for old in [k for k, (when, _) in self._listings.items()
+                    if now - when >= LISTING_CACHE_SECONDS]:
+            del self._listings[old]
+        if len(self._listings) < LISTINGS_KEPT:
+            self._listings[key] = (now, parsed)
+        return parsed
+
+    async def change(self, node: DirectoryNode,
+                     change: Callable[[Children, bool], tuple[Any, Any]]) -> Any:
         """Apply ``change`` to ``node``; an :class:`S3Error` it raises is raised here (the
         other changes of the same batch still apply)."""
         def guarded(table: Children, first: bool) -> tuple[Any, Any]:
@@ -195,7 +242,12 @@ class AccountStore:
                 return change(table, first)
             except S3Error as error:
                 return None, _Failed(error)
-        result = await node.change(guarded)
+        key = node.cap.readonly().to_string()
+        self._listings.pop(key, None)
+        try:
+            result = await node.change(guarded)
+        finally:
+            self._listings.pop(key, None)
         if isinstance(result, _Failed):
             raise result.error
         return result
