@@ -7,6 +7,7 @@ error code.
 """
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
@@ -454,3 +455,112 @@ def test_errors_are_xml_and_logs_have_no_caps(s3_node: S3Node, s3: Any) -> None:
     assert _code(error) == ("NotImplemented", 501)
     log = s3_node.log.read_text(errors="replace")
     assert s3_node.root.split(":")[2] not in log
+
+
+def _streaming_put(node: S3Node, path: str, chunks: list[bytes], *, tamper: bool = False,
+                   trailer: bytes | None = None) -> tuple[int, bytes]:
+    """A PUT with an ``aws-chunked`` body as minio-go (restic) and the Java SDK send it:
+    signed chunks (``STREAMING-AWS4-HMAC-SHA256-PAYLOAD``), or unsigned ones with a CRC32
+    trailer (``STREAMING-UNSIGNED-PAYLOAD-TRAILER``, boto3 over HTTPS) when ``trailer``
+    is given; ``tamper`` changes a byte of the first chunk after signing. (status, body)."""
+    import zlib
+
+    from tahoe.s3 import sigv4
+    data = b"".join(chunks)
+    headers = {"Content-Encoding": "aws-chunked",
+               "x-amz-decoded-content-length": str(len(data))}
+    if trailer is None:
+        headers["X-Amz-Content-SHA256"] = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"
+    else:
+        headers["X-Amz-Content-SHA256"] = "STREAMING-UNSIGNED-PAYLOAD-TRAILER"
+        headers["x-amz-trailer"] = "x-amz-checksum-crc32"
+    request = _sign(node, "PUT", node.endpoint.rstrip("/") + path, headers=headers)
+    amz_date = request.headers["X-Amz-Date"]
+    seed = request.headers["Authorization"].rsplit("Signature=", 1)[1]
+    scope = f"{amz_date[:8]}/{node.region}/s3/aws4_request"
+    key = sigv4.signing_key(node.secret_key, amz_date[:8], node.region)
+    body, previous = b"", seed
+    for chunk in [*chunks, b""]:
+        if trailer is None:
+            previous = sigv4.chunk_signature(key, amz_date, scope, previous,
+                                             hashlib.sha256(chunk).hexdigest())
+            body += b"%x;chunk-signature=%s\r\n" % (len(chunk), previous.encode())
+        else:
+            body += b"%x\r\n" % len(chunk)
+        body += (chunk.replace(b"a", b"b", 1) if tamper and chunk else chunk)
+        body += b"\r\n" if trailer is None or chunk else b""
+        tamper = False
+    if trailer is not None:
+        crc = base64.b64encode(zlib.crc32(data).to_bytes(4, "big")) if trailer == b"good" \
+            else trailer
+        body += b"x-amz-checksum-crc32:" + crc + b"\r\n\r\n"
+    return _send(node, request, body)
+
+
+def _sign(node: S3Node, method: str, url: str, body: bytes = b"",
+          headers: dict[str, str] | None = None) -> Any:
+    """A botocore request for ``url`` signed with the node's account (the payload hash
+    given in ``headers``, else computed)."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+    headers = dict(headers or {})
+    headers.setdefault("X-Amz-Content-SHA256", hashlib.sha256(body).hexdigest())
+    request = AWSRequest(method, url, data=body, headers=headers)
+    SigV4Auth(Credentials(node.access_key, node.secret_key), "s3", node.region) \
+        .add_auth(request)
+    return request
+
+
+def _send(node: S3Node, request: Any, body: bytes) -> tuple[int, bytes]:
+    """Send a signed request to the node (whatever host its URL names); (status, body)."""
+    import http.client
+    from urllib.parse import urlsplit
+    url = urlsplit(request.url)
+    endpoint = urlsplit(node.endpoint)
+    connection = http.client.HTTPConnection(endpoint.hostname, endpoint.port, timeout=60)
+    try:
+        sent = dict(request.headers)
+        sent["Host"] = url.netloc
+        sent["Content-Length"] = str(len(body))
+        connection.request(request.method, url.path + (f"?{url.query}" if url.query else ""),
+                           body=body, headers=sent)
+        answer = connection.getresponse()
+        return answer.status, answer.read()
+    finally:
+        connection.close()
+
+
+def _signed(node: S3Node, method: str, url: str, body: bytes = b"") -> tuple[int, bytes]:
+    """Sign and send one request; (status, body)."""
+    return _send(node, _sign(node, method, url, body), body)
+
+
+def test_aws_chunked_bodies(s3_node: S3Node, s3: Any) -> None:
+    """Signed aws-chunked bodies are decoded and each chunk's signature checked; unsigned
+    ones with a CRC32 trailer are checked against it; a bad chunk or checksum stores
+    nothing."""
+    s3.create_bucket(Bucket="chunked")
+    chunks = [b"a" * 65536, b"b" * 65536, b"tail"]
+    assert _streaming_put(s3_node, "/chunked/signed", chunks)[0] == 200
+    assert s3.get_object(Bucket="chunked", Key="signed")["Body"].read() == b"".join(chunks)
+    status, body = _streaming_put(s3_node, "/chunked/tampered", chunks, tamper=True)
+    assert status == 403 and b"<Code>SignatureDoesNotMatch</Code>" in body
+    assert _streaming_put(s3_node, "/chunked/trailer", chunks, trailer=b"good")[0] == 200
+    assert s3.head_object(Bucket="chunked", Key="trailer")["ContentLength"] == 131076
+    status, body = _streaming_put(s3_node, "/chunked/badcrc", chunks, trailer=b"AAAAAA==")
+    assert status == 400 and b"<Code>BadDigest</Code>" in body
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket="chunked")["Contents"]]
+    assert keys == ["signed", "trailer"]
+
+
+def test_virtual_host_style(s3_node: S3Node, s3: Any) -> None:
+    """A Host naming the bucket (``BUCKET.localhost``) addresses that bucket."""
+    s3.create_bucket(Bucket="vhost")
+    port = s3_node.endpoint.rsplit(":", 1)[1].rstrip("/")
+    base = f"http://vhost.localhost:{port}"
+    assert _signed(s3_node, "PUT", base + "/v/k", b"virtual")[0] == 200
+    assert s3.get_object(Bucket="vhost", Key="v/k")["Body"].read() == b"virtual"
+    assert _signed(s3_node, "GET", base + "/v/k") == (200, b"virtual")
+    status, body = _signed(s3_node, "GET", base + "/?list-type=2")
+    assert status == 200 and b"<Key>v/k</Key>" in body
