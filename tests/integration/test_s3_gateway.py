@@ -318,6 +318,36 @@ def test_multipart(s3_node: S3Node, s3: Any) -> None:
     assert _code(error) == ("NoSuchUpload", 404)
 
 
+def test_multipart_checksums_and_retried_complete(s3: Any) -> None:
+    """Parts with CRC32 checksums give S3's composite checksum; a part's wrong checksum in
+    the list is InvalidPart; two Completes at once, or one retried after the answer (a
+    client that lost it), all get the object's answer."""
+    s3.create_bucket(Bucket="composite")
+    parts = [b"p" * (5 * 1024 * 1024), b"last part"]
+    upload = s3.create_multipart_upload(Bucket="composite", Key="obj",
+                                        ChecksumAlgorithm="CRC32")["UploadId"]
+    answers = [s3.upload_part(Bucket="composite", Key="obj", UploadId=upload, PartNumber=n,
+                              Body=data, ChecksumAlgorithm="CRC32")
+               for n, data in enumerate(parts, 1)]
+    listed = [{"PartNumber": n, "ETag": a["ETag"], "ChecksumCRC32": a["ChecksumCRC32"]}
+              for n, a in enumerate(answers, 1)]
+    wrong = [dict(listed[0], ChecksumCRC32="AAAAAA=="), listed[1]]
+    with pytest.raises(ClientError) as error:
+        s3.complete_multipart_upload(Bucket="composite", Key="obj", UploadId=upload,
+                                     MultipartUpload={"Parts": wrong})
+    assert _code(error) == ("InvalidPart", 400)
+    with ThreadPoolExecutor(2) as pool:
+        done = list(pool.map(lambda _: s3.complete_multipart_upload(
+            Bucket="composite", Key="obj", UploadId=upload,
+            MultipartUpload={"Parts": listed}), range(2)))
+    assert done[0]["ETag"] == done[1]["ETag"] and done[0]["ETag"].endswith('-2"')
+    assert done[0]["ChecksumCRC32"].endswith("-2")
+    again = s3.complete_multipart_upload(Bucket="composite", Key="obj", UploadId=upload,
+                                         MultipartUpload={"Parts": listed})
+    assert again["ETag"] == done[0]["ETag"]
+    assert s3.get_object(Bucket="composite", Key="obj")["Body"].read() == b"".join(parts)
+
+
 def test_concurrent_puts_lose_nothing(s3_node: S3Node) -> None:
     """Twenty PUTs at once, into one directory and into new subdirectories, all land."""
     client = s3_node.client(max_pool_connections=20)

@@ -32,17 +32,22 @@ import re
 import secrets
 import shutil
 import time
+from collections.abc import AsyncIterator
 from typing import Any, BinaryIO
 
 from twisted.internet import threads
+from twisted.internet.defer import Deferred
+from twisted.python import log
+from twisted.python.failure import Failure
 
 from . import xmlio
-from .checksums import multipart_etag
+from .checksums import composite_checksum, multipart_etag
 from .errors import S3Error
 from .keys import split_key
 from .operations import (bounded_argument, byte_range, check_length, check_preconditions,
                          parse_copy_source, put_metadata, quoted_etag, stored_answer)
-from .server import Answer, Context
+from .server import Answer, Context, censor
+from .store import gather
 
 __all__ = ["OPERATIONS", "Staging", "PartsUploadable"]
 
@@ -51,6 +56,11 @@ MAX_PART_SIZE = 5 * 1024 ** 3
 MAX_PART_NUMBER = 10000
 _UPLOAD_ID = re.compile(r"[A-Za-z0-9_-]{16,64}\Z")
 _COPY_BLOCK = 1024 * 1024
+#: Seconds a completed upload's answer is given again to a Complete retried.
+COMPLETED_KEPT_SECONDS = 600.0
+#: Seconds between the spaces that keep a long Complete's answer alive.
+KEEPALIVE_SECONDS = 10.0
+XML_DECLARATION = b'<?xml version="1.0" encoding="UTF-8"?>\n'
 
 
 def _write_durably(path: str, data: bytes) -> None:
@@ -75,6 +85,20 @@ class Staging:
 
     def __init__(self, root: str) -> None:
         self.root = root
+        #: Upload id -> what waits for the Complete in progress (its result document).
+        self.completing: dict[str, list[Deferred]] = {}
+        #: Upload id -> (when, (access key, bucket, key), result document) of the uploads
+        #: completed in the last :data:`COMPLETED_KEPT_SECONDS`: a client that retries a
+        #: Complete whose answer it lost gets it again.
+        self.completed: dict[str, tuple[float, tuple[str, str, str], bytes]] = {}
+
+    def remember(self, upload_id: str, owner: tuple[str, str, str], document: bytes,
+                 now: float) -> None:
+        """Keep a completed upload's answer (and forget those kept too long)."""
+        for old in [u for u, (when, _, _) in self.completed.items()
+                    if now - when > COMPLETED_KEPT_SECONDS]:
+            del self.completed[old]
+        self.completed[upload_id] = (now, owner, document)
 
     def _dir(self, upload_id: str) -> str:
         if not _UPLOAD_ID.match(upload_id):
@@ -324,46 +348,138 @@ async def _upload_part_copy(context: Context, upload_id: str, number: int) -> An
 
 
 async def complete_upload(context: Context) -> Answer:
-    """POST /BUCKET/KEY?uploadId=ID: check the parts, upload them as one file, link it."""
+    """POST /BUCKET/KEY?uploadId=ID: check the parts, upload them as one file, link it.
+
+    The list is checked before anything is answered (S3's errors with their statuses);
+    then the answer starts at once, ``200`` and the XML declaration, and spaces follow
+    every :data:`KEEPALIVE_SECONDS` until the upload is linked, as S3 does, so that a
+    client does not time out while a large object is encoded; its outcome ends the
+    body (a ``CompleteMultipartUploadResult``, or an ``Error`` document, which SDKs
+    look for in this answer). A second Complete of an upload being completed (a
+    client's retry) waits for the first and gets the same outcome.
+    """
     staging = _staging(context)
     upload_id = context.query["uploadId"]
-    record = staging.load(upload_id, context.account.access_key, context.bucket, context.key)
+    owner = (context.account.access_key, context.bucket, context.key)
+    answered = staging.completed.get(upload_id)
+    if answered is not None and answered[1] == owner:
+        return Answer(body=answered[2], headers={"Content-Type": "application/xml"})
+    record = staging.load(upload_id, *owner)
     requested = xmlio.parse_complete_multipart_upload(await context.payload.small())
+    waiters = staging.completing.get(upload_id)
+    if waiters is None:
+        plan = _plan(staging, upload_id, record, requested)
+        waiters = staging.completing[upload_id] = []
+
+        def done(result: Any) -> None:
+            del staging.completing[upload_id]
+            if isinstance(result, bytes):
+                staging.remember(upload_id, owner, result, context.gateway.clock.seconds())
+            for waiter in waiters:
+                waiter.callback(result)
+        Deferred.fromCoroutine(_complete(context, upload_id, record, *plan)).addBoth(done)
+    outcome: Deferred = Deferred()
+    waiters.append(outcome)
+    return Answer(headers={"Content-Type": "application/xml"},
+                  chunks=_kept_alive(context.gateway.clock, outcome, context.request_id))
+
+
+def _plan(staging: Staging, upload_id: str, record: dict[str, Any],
+          requested: list[tuple[int, str, dict[str, str]]]
+          ) -> tuple[list[str], list[int], list[str], dict[str, str]]:
+    """Check a Complete's list of parts against the parts stored: their files, sizes, MD5s
+    and the object's checksums (composite, when the upload asked for an algorithm).
+
+    :raises S3Error: ``MalformedXML``, ``InvalidPartOrder``, ``InvalidPart``,
+        ``EntityTooSmall``.
+    """
     if not requested:
         raise S3Error("MalformedXML", "You must specify at least one part.")
     stored = staging.parts(upload_id)
     numbers = [number for number, _, _ in requested]
-    if numbers != sorted(set(numbers)) or numbers != sorted(numbers):
+    if numbers != sorted(set(numbers)):
         raise S3Error("InvalidPartOrder", UploadId=upload_id)
-    sizes, md5s, paths = [], [], []  # type: ignore[var-annotated]
-    for index, (number, etag, _checksums) in enumerate(requested):
+    algorithm = record.get("checksum-algorithm")
+    paths, sizes, md5s, part_checksums = [], [], [], []
+    for index, (number, etag, given) in enumerate(requested):
         info = stored.get(number)
-        if info is None or etag.strip().strip('"') != info["md5"]:
+        if info is None or etag.strip().strip('"') != info["md5"] or any(
+                info["checksums"].get(name) != value for name, value in given.items()):
             raise S3Error("InvalidPart", UploadId=upload_id, PartNumber=str(number),
                           ETag=etag[:80])
         if index < len(requested) - 1 and info["size"] < MIN_PART_SIZE:
             raise S3Error("EntityTooSmall", UploadId=upload_id, PartNumber=str(number),
                           ProposedSize=str(info["size"]), MinSizeAllowed=str(MIN_PART_SIZE))
+        paths.append(staging.part_path(upload_id, number))
         sizes.append(info["size"])
         md5s.append(info["md5"])
-        paths.append(staging.part_path(upload_id, number))
+        part_checksums.append(info["checksums"].get(algorithm))
+    checksums = {}
+    if algorithm and None not in part_checksums:
+        checksums[algorithm] = composite_checksum(algorithm, part_checksums)
+    return paths, sizes, md5s, checksums
+
+
+async def _complete(context: Context, upload_id: str, record: dict[str, Any],
+                    paths: list[str], sizes: list[int], md5s: list[str],
+                    checksums: dict[str, str]) -> bytes:
+    """Upload the parts as one file, link it, drop the staging; the result document."""
     etag = multipart_etag(md5s)
     store = context.store
     dirs, leaf, _ = split_key(context.key)
     source = PartsUploadable(paths, sizes)
     try:
-        parent = await store.directory_for(context.bucket, dirs, context.key)
-        result = await context.services.upload(source)
+        parent, result = await gather(
+            store.directory_for(context.bucket, dirs, context.key),
+            context.services.upload(source))
     finally:
         source.close()
     s3 = dict(record["s3"])
-    s3.update(etag=etag, size=sum(sizes), **{"last-modified": time.time()})
+    s3.update(etag=etag, size=sum(sizes), checksums=checksums,
+              **{"last-modified": time.time()})
     await store.link_file(parent, leaf, context.key, result.cap.to_string(), s3)
-    staging.remove(upload_id)
-    location = f"/{context.bucket}/{context.key}"
-    return Answer(body=xmlio.complete_multipart_upload_result(
-        location, context.bucket, context.key, quoted_etag(etag)),
-        headers={"Content-Type": "application/xml"})
+    _staging(context).remove(upload_id)
+    return xmlio.complete_multipart_upload_result(
+        f"/{context.bucket}/{context.key}", context.bucket, context.key, quoted_etag(etag),
+        checksums)
+
+
+def _without_declaration(document: bytes) -> bytes:
+    return document.split(b"?>", 1)[1] if document.startswith(b"<?xml") else document
+
+
+async def _kept_alive(clock: Any, outcome: Deferred, request_id: str) -> AsyncIterator[bytes]:
+    """The body of a Complete: the declaration, a space every :data:`KEEPALIVE_SECONDS`
+    while ``outcome`` is pending, then the document it gives (or the error it fails with:
+    an ``InternalError`` for anything but an :class:`S3Error`, logged without caps)."""
+    finished: list[Any] = []
+    waiting: list[Deferred] = []
+
+    def wake(result: Any) -> None:
+        finished.append(result)
+        if waiting and not waiting[-1].called:
+            waiting[-1].callback(None)
+    outcome.addBoth(wake)
+    yield XML_DECLARATION
+    while not finished:
+        tick: Deferred = Deferred()
+        waiting.append(tick)
+        timer = clock.callLater(KEEPALIVE_SECONDS, lambda: tick.called or tick.callback(None))
+        await tick
+        if timer.active():
+            timer.cancel()
+        if not finished:
+            yield b" "
+    result = finished[0]
+    if isinstance(result, Failure):
+        error = result.value
+        if not isinstance(error, S3Error):
+            log.msg(f"S3 Complete {request_id} failed: {type(error).__name__}:"
+                    f" {censor(str(error))[:300]}")
+            error = S3Error("InternalError")
+        result = xmlio.error_body(error.code, error.message, error.extra,
+                                  request_id=request_id)
+    yield _without_declaration(result)
 
 
 async def abort_upload(context: Context) -> Answer:

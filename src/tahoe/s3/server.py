@@ -46,7 +46,8 @@ from ..web.rendering import StreamPausing
 from . import xmlio
 from .errors import S3Error
 
-__all__ = ["Context", "Payload", "S3Resource", "S3Site", "http_date", "MAX_XML_BODY"]
+__all__ = ["Answer", "Context", "Payload", "S3Resource", "S3Site", "censor", "http_date",
+           "MAX_XML_BODY"]
 
 #: The most bytes of an XML request body read (Delete of 1,000 keys of 1 kB fits).
 MAX_XML_BODY = 2 * 1024 * 1024
@@ -62,7 +63,7 @@ def http_date(when: float) -> str:
     return email.utils.formatdate(when, usegmt=True)
 
 
-def _censor(text: str) -> str:
+def censor(text: str) -> str:
     """A log line without caps."""
     return re.sub(r"URI(:|%3A)[^\s'\"/?&#]*", "URI:[CENSORED]", text, flags=re.IGNORECASE)
 
@@ -73,7 +74,7 @@ def censored_log_line(timestamp: str, request: Any) -> str:
     address = request.getClientAddress()
     host = getattr(address, "host", "-")
     request_id = request.responseHeaders.getRawHeaders(b"x-amz-request-id", [b"-"])[0]
-    return (f'"{host}" - - {timestamp} "{request.method.decode("latin-1")} {_censor(path)}"'
+    return (f'"{host}" - - {timestamp} "{request.method.decode("latin-1")} {censor(path)}"'
             f' {request.code} {request.sentLength or "-"} {request_id.decode("latin-1")}')
 
 
@@ -359,10 +360,10 @@ class S3Resource(resource.Resource):
         except CancelledError:
             raise
         except Exception as error:  # noqa: BLE001 (the one boundary: never a traceback out)
-            log.msg(f"S3 request {request_id} failed: {_censor(type(error).__name__)}:"
-                    f" {_censor(str(error))[:300]}")
+            log.msg(f"S3 request {request_id} failed: {censor(type(error).__name__)}:"
+                    f" {censor(str(error))[:300]}")
             from twisted.python.failure import Failure
-            log.msg(_censor(Failure().getTraceback()))
+            log.msg(censor(Failure().getTraceback()))
             self._error(request, S3Error("InternalError"), context, request_id)
             return
         await self._send(request, answer)
@@ -402,7 +403,8 @@ class S3Resource(resource.Resource):
                 request.write(body)
             request.finish()
             return
-        request.setHeader(b"Content-Length", b"%d" % answer.length)
+        if answer.length is not None:
+            request.setHeader(b"Content-Length", b"%d" % answer.length)
         producer = StreamPausing()
         request.registerProducer(producer, True)
         sent = 0
@@ -417,7 +419,7 @@ class S3Resource(resource.Resource):
             raise
         except Exception as error:  # noqa: BLE001 (the status is sent: cut the answer short)
             log.msg(f"S3 download failed after {sent} bytes:"
-                    f" {_censor(type(error).__name__)}: {_censor(str(error))[:300]}")
+                    f" {censor(type(error).__name__)}: {censor(str(error))[:300]}")
             request.unregisterProducer()
             request.loseConnection()
             return
