@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tahoe.s3.errors import S3Error
-from tahoe.s3.multipart import PartsUploadable, Staging
+from tahoe.s3.staging import PartsUploadable, Staging
 
 
 def test_parts_read_across_boundaries(tmp_path: Path) -> None:

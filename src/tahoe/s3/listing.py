@@ -1,5 +1,9 @@
 """ListObjects (v1 and v2): the keys of a bucket in S3's order, walked over directories.
 
+:func:`list_objects_v2` and :func:`list_objects_v1` are the operations (query
+arguments in, XML out; a continuation token is the last key or common prefix
+returned, base64); :func:`list_objects` is the walk.
+
 Keys come in lexicographic order over the whole key space: each directory's
 entries are visited sorted by ``name/`` for a directory and ``name`` for a
 file (:func:`tahoe.s3.keys.listing_name`), descending into directories in
@@ -23,6 +27,7 @@ within that time.
 """
 from __future__ import annotations
 
+import base64
 import bisect
 import json
 import unicodedata
@@ -37,9 +42,17 @@ from ..dirnode.errors import CorruptDirectory
 from ..dirnode.packing import Entry
 from ..util.errors import BadNetstring
 from ..util.netstring import split_netstring
-from .store import S3_KEY, AccountStore, ObjectInfo, describe, size_from_cap
+from . import xmlio
+from .errors import S3Error
+from .objects import S3_KEY, ObjectInfo, describe, quoted_etag, size_from_cap
+from .server import Answer, Context
+from .store import AccountStore
 
-__all__ = ["ListPage", "SortedDirectory", "list_objects", "sorted_entries"]
+__all__ = ["ListPage", "SortedDirectory", "list_objects", "sorted_entries", "list_objects_v1",
+           "list_objects_v2", "MAX_KEYS"]
+
+#: The most keys (and common prefixes) a page holds, and the default.
+MAX_KEYS = 1000
 
 #: Read-cap prefixes of directories and files as a directory stores them.
 _DIRECTORY_CAPS = (b"URI:DIR2-RO:", b"URI:DIR2-CHK:", b"URI:DIR2-LIT:", b"URI:DIR2-MDMF-RO:",
@@ -240,3 +253,74 @@ async def list_objects(store: AccountStore, bucket: str, prefix: str, delimiter:
             break
         items.append(item)
     return ListPage(tuple(items[:max_keys]), truncated or len(items) > max_keys)
+
+
+def _max_keys(context: Context) -> int:
+    return context.integer_argument("max-keys", MAX_KEYS)
+
+
+def _encoding_type(context: Context) -> str | None:
+    value = context.query.get("encoding-type")
+    if value is None or value == "":
+        return None
+    if value != "url":
+        raise S3Error("InvalidArgument", "Invalid Encoding Method specified in Request",
+                      ArgumentName="encoding-type", ArgumentValue=value)
+    return value
+
+
+def _token(last: str) -> str:
+    return base64.urlsafe_b64encode(last.encode("utf-8")).decode("ascii")
+
+
+def _from_token(token: str) -> str:
+    try:
+        return base64.urlsafe_b64decode(token.encode("ascii")).decode("utf-8")
+    except (ValueError, UnicodeError):
+        raise S3Error("InvalidArgument", "The continuation token provided is incorrect",
+                      ArgumentName="continuation-token") from None
+
+
+async def list_objects_v2(context: Context) -> Answer:
+    """GET /BUCKET?list-type=2."""
+    query = context.query
+    prefix, delimiter = query.get("prefix", ""), query.get("delimiter", "")
+    max_keys = _max_keys(context)
+    encoding = _encoding_type(context)
+    token = query.get("continuation-token")
+    start_after = query.get("start-after", "")
+    start = _from_token(token) if token is not None else start_after
+    page = await list_objects(context.store, context.bucket, prefix, delimiter,
+                              start, max_keys)
+    next_token = _token(page.items[-1][0]) if page.truncated and page.items else None
+    owner = context.owner if query.get("fetch-owner") == "true" else None
+    body = xmlio.list_bucket_result_v2(
+        bucket=context.bucket, prefix=prefix, delimiter=delimiter or None, max_keys=max_keys,
+        encoding_type=encoding, items=_items(page.items), truncated=page.truncated,
+        continuation_token=token, next_continuation_token=next_token,
+        start_after=start_after or None, owner=owner)
+    return Answer(body=body, headers={"Content-Type": "application/xml"})
+
+
+async def list_objects_v1(context: Context) -> Answer:
+    """GET /BUCKET (ListObjects, version 1)."""
+    query = context.query
+    prefix, delimiter = query.get("prefix", ""), query.get("delimiter", "")
+    max_keys = _max_keys(context)
+    encoding = _encoding_type(context)
+    marker = query.get("marker", "")
+    page = await list_objects(context.store, context.bucket, prefix, delimiter, marker,
+                              max_keys)
+    next_marker = page.items[-1][0] if page.truncated and page.items else None
+    body = xmlio.list_bucket_result_v1(
+        bucket=context.bucket, prefix=prefix, delimiter=delimiter or None, max_keys=max_keys,
+        encoding_type=encoding, items=_items(page.items), truncated=page.truncated,
+        marker=marker, next_marker=next_marker, owner=context.owner)
+    return Answer(body=body, headers={"Content-Type": "application/xml"})
+
+
+def _items(items: tuple[tuple[str, ObjectInfo | None], ...]) -> list[xmlio.ListItem]:
+    return [xmlio.ListItem(key=key, size=info.size, etag=quoted_etag(info.etag),
+                           last_modified=info.last_modified) if info is not None
+            else xmlio.ListItem(key=key, prefix=True)
+            for key, info in items]

@@ -1,21 +1,14 @@
-"""Multipart uploads: parts staged on the gateway's disk, one CHK upload at Complete.
+"""Multipart uploads: parts staged on the gateway's disk (:mod:`.staging`), one CHK upload
+at Complete.
 
-Staging, under ``NODEDIR/private/s3-multipart/UPLOADID/``:
-
-* ``upload.json``: the account's access key id, bucket, key, the object's S3
-  metadata from CreateMultipartUpload, the checksum algorithm asked for, and
-  when it was initiated;
-* ``part-NNNNN`` (the part's bytes) and ``part-NNNNN.json`` (size, MD5,
-  checksums, time). Each is written to a temporary name, synced and renamed
-  before UploadPart is answered: an acknowledged part survives a crash.
-
-Complete checks the list (ascending numbers, ETags that match, every part but
-the last at least 5 MiB), uploads the concatenation through an
-:class:`~tahoe.client.uploadable.Uploadable` that reads across the part files
-(no copy), links the file with S3's multipart ETag (the MD5 of the parts'
-binary MD5s, then ``-N``) and removes the staging directory. Uploads left
+CreateMultipartUpload stages a record; UploadPart and UploadPartCopy store
+durable part files; Complete checks the list (ascending numbers, ETags and
+checksums that match, every part but the last at least 5 MiB), uploads the
+concatenation through :class:`~.staging.PartsUploadable` (no copy), links the
+file with S3's multipart ETag (the MD5 of the parts' binary MD5s, then ``-N``)
+and composite checksum, and removes the staging directory. Uploads left
 unfinished are removed after ``[s3]multipart.max_age``
-(:meth:`Staging.remove_older_than`, called by the service's timer).
+(:meth:`~.staging.Staging.remove_older_than`, called by the service's timer).
 
 Facts: the Amazon S3 API Reference (CreateMultipartUpload, UploadPart,
 UploadPartCopy, CompleteMultipartUpload, AbortMultipartUpload, ListParts,
@@ -24,16 +17,11 @@ minimum but for the last, 5 GiB a part).
 """
 from __future__ import annotations
 
-import bisect
 import hashlib
-import json
-import os
-import re
-import secrets
-import shutil
+import tempfile
 import time
 from collections.abc import AsyncIterator
-from typing import Any, BinaryIO
+from typing import Any
 
 from twisted.internet import threads
 from twisted.internet.defer import Deferred
@@ -44,219 +32,21 @@ from . import xmlio
 from .checksums import composite_checksum, multipart_etag
 from .errors import S3Error
 from .keys import split_key
-from .operations import (bounded_argument, byte_range, check_length, check_preconditions,
-                         parse_copy_source, put_metadata, quoted_etag, stored_answer)
+from .objects import quoted_etag
+from .operations import (byte_range, check_length, check_preconditions, parse_copy_source,
+                         put_metadata, stored_answer)
 from .server import Answer, Context, censor
+from .staging import PartsUploadable, Staging
 from .store import gather
 
-__all__ = ["OPERATIONS", "Staging", "PartsUploadable"]
+__all__ = ["OPERATIONS"]
 
 MIN_PART_SIZE = 5 * 1024 * 1024
 MAX_PART_SIZE = 5 * 1024 ** 3
 MAX_PART_NUMBER = 10000
-_UPLOAD_ID = re.compile(r"[A-Za-z0-9_-]{16,64}\Z")
-_COPY_BLOCK = 1024 * 1024
-#: Seconds a completed upload's answer is given again to a Complete retried.
-COMPLETED_KEPT_SECONDS = 600.0
 #: Seconds between the spaces that keep a long Complete's answer alive.
 KEEPALIVE_SECONDS = 10.0
 XML_DECLARATION = b'<?xml version="1.0" encoding="UTF-8"?>\n'
-
-
-def _write_durably(path: str, data: bytes) -> None:
-    temporary = path + ".tmp"
-    with open(temporary, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(temporary, path)
-
-
-def _sync_directory(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-class Staging:
-    """The multipart uploads of one node, each a directory under ``root``."""
-
-    def __init__(self, root: str) -> None:
-        self.root = root
-        #: Upload id -> what waits for the Complete in progress (its result document).
-        self.completing: dict[str, list[Deferred]] = {}
-        #: Upload id -> (when, (access key, bucket, key), result document) of the uploads
-        #: completed in the last :data:`COMPLETED_KEPT_SECONDS`: a client that retries a
-        #: Complete whose answer it lost gets it again.
-        self.completed: dict[str, tuple[float, tuple[str, str, str], bytes]] = {}
-
-    def remember(self, upload_id: str, owner: tuple[str, str, str], document: bytes,
-                 now: float) -> None:
-        """Keep a completed upload's answer (and forget those kept too long)."""
-        for old in [u for u, (when, _, _) in self.completed.items()
-                    if now - when > COMPLETED_KEPT_SECONDS]:
-            del self.completed[old]
-        self.completed[upload_id] = (now, owner, document)
-
-    def _dir(self, upload_id: str) -> str:
-        if not _UPLOAD_ID.match(upload_id):
-            raise S3Error("NoSuchUpload", UploadId=upload_id[:80])
-        return os.path.join(self.root, upload_id)
-
-    def create(self, record: dict[str, Any]) -> str:
-        """Stage a new upload; its id."""
-        os.makedirs(self.root, mode=0o700, exist_ok=True)
-        upload_id = secrets.token_urlsafe(36)
-        path = os.path.join(self.root, upload_id)
-        os.mkdir(path, 0o700)
-        _write_durably(os.path.join(path, "upload.json"), json.dumps(record).encode())
-        _sync_directory(self.root)
-        return upload_id
-
-    def load(self, upload_id: str, access_key: str, bucket: str | None = None,
-             key: str | None = None) -> dict[str, Any]:
-        """The record of an upload of this account (and bucket and key, if given).
-
-        :raises S3Error: ``NoSuchUpload``.
-        """
-        path = os.path.join(self._dir(upload_id), "upload.json")
-        try:
-            with open(path, "rb") as f:
-                record: dict[str, Any] = json.loads(f.read())
-        except (OSError, ValueError):
-            raise S3Error("NoSuchUpload", UploadId=upload_id) from None
-        if record.get("account") != access_key or (bucket is not None and record.get(
-                "bucket") != bucket) or (key is not None and record.get("key") != key):
-            raise S3Error("NoSuchUpload", UploadId=upload_id)
-        return record
-
-    def part_path(self, upload_id: str, number: int) -> str:
-        """Where part ``number``'s bytes are kept."""
-        return os.path.join(self._dir(upload_id), f"part-{number:05d}")
-
-    def store_part(self, upload_id: str, number: int, source: BinaryIO, size: int,
-                   info: dict[str, Any]) -> None:
-        """Copy ``size`` bytes of ``source`` (from its start) into part ``number`` and
-        record ``info``, durably (blocking: run it in a thread for large parts)."""
-        path = self.part_path(upload_id, number)
-        temporary = f"{path}.tmp-{secrets.token_hex(4)}"
-        try:
-            with open(temporary, "wb") as out:
-                source.seek(0)
-                left = size
-                while left > 0:
-                    block = source.read(min(_COPY_BLOCK, left))
-                    if not block:
-                        raise S3Error("IncompleteBody")
-                    out.write(block)
-                    left -= len(block)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(temporary, path)
-        except BaseException:
-            if os.path.exists(temporary):
-                os.unlink(temporary)
-            raise
-        _write_durably(path + ".json", json.dumps(info).encode())
-        _sync_directory(os.path.dirname(path))
-
-    def parts(self, upload_id: str) -> dict[int, dict[str, Any]]:
-        """Part number -> recorded info, for every part stored."""
-        directory = self._dir(upload_id)
-        found = {}
-        for name in os.listdir(directory):
-            match = re.fullmatch(r"part-(\d{5})\.json", name)
-            if match is None:
-                continue
-            try:
-                with open(os.path.join(directory, name), "rb") as f:
-                    found[int(match.group(1))] = json.loads(f.read())
-            except (OSError, ValueError):
-                continue
-        return found
-
-    def remove(self, upload_id: str) -> None:
-        """Remove an upload's staging directory."""
-        shutil.rmtree(self._dir(upload_id), ignore_errors=True)
-
-    def uploads(self) -> list[tuple[str, dict[str, Any]]]:
-        """(upload id, record) of every staged upload."""
-        try:
-            names = os.listdir(self.root)
-        except FileNotFoundError:
-            return []
-        found = []
-        for name in names:
-            if not _UPLOAD_ID.match(name):
-                continue
-            try:
-                with open(os.path.join(self.root, name, "upload.json"), "rb") as f:
-                    found.append((name, json.loads(f.read())))
-            except (OSError, ValueError):
-                continue
-        return found
-
-    def remove_older_than(self, cutoff: float) -> int:
-        """Remove the uploads initiated before ``cutoff`` (seconds since the epoch); how many.
-        A directory without a readable record is judged by its modification time."""
-        removed = 0
-        try:
-            names = os.listdir(self.root)
-        except FileNotFoundError:
-            return 0
-        for name in names:
-            path = os.path.join(self.root, name)
-            try:
-                with open(os.path.join(path, "upload.json"), "rb") as f:
-                    initiated = float(json.loads(f.read())["initiated"])
-            except (OSError, ValueError, KeyError, TypeError):
-                try:
-                    initiated = os.stat(path).st_mtime
-                except OSError:
-                    continue
-            if initiated < cutoff:
-                shutil.rmtree(path, ignore_errors=True)
-                removed += 1
-        return removed
-
-
-class PartsUploadable:
-    """The concatenation of part files, read at any offset (an ``Uploadable``)."""
-
-    def __init__(self, paths: list[str], sizes: list[int]) -> None:
-        self._fds = [os.open(path, os.O_RDONLY) for path in paths]
-        self._starts = []
-        offset = 0
-        for size in sizes:
-            self._starts.append(offset)
-            offset += size
-        self._sizes = sizes
-        self.size = offset
-
-    def read(self, offset: int, length: int) -> bytes:
-        """``length`` bytes at ``offset`` (fewer at the end), across part boundaries."""
-        pieces = []
-        index = bisect.bisect_right(self._starts, offset) - 1
-        while length > 0 and 0 <= index < len(self._fds):
-            within = offset - self._starts[index]
-            take = min(length, self._sizes[index] - within)
-            if take > 0:
-                data = os.pread(self._fds[index], take, within)
-                if len(data) != take:
-                    raise OSError(f"part {index + 1} is shorter than recorded")
-                pieces.append(data)
-                offset += take
-                length -= take
-            index += 1
-        return b"".join(pieces)
-
-    def close(self) -> None:
-        """Close the part files."""
-        for fd in self._fds:
-            os.close(fd)
-        self._fds = []
 
 
 def _staging(context: Context) -> Staging:
@@ -314,7 +104,6 @@ async def upload_part(context: Context) -> Answer:
 
 
 async def _upload_part_copy(context: Context, upload_id: str, number: int) -> Answer:
-    import tempfile
     source_bucket, source_key = parse_copy_source(context.headers["x-amz-copy-source"])
     store = context.store
     info = await store.lookup(source_bucket, source_key)
@@ -496,7 +285,7 @@ async def list_parts(context: Context) -> Answer:
     staging = _staging(context)
     upload_id = context.query["uploadId"]
     staging.load(upload_id, context.account.access_key, context.bucket, context.key)
-    max_parts = bounded_argument(context, "max-parts", 1000)
+    max_parts = context.integer_argument("max-parts", 1000)
     marker_text = context.query.get("part-number-marker", "0") or "0"
     if not marker_text.isdigit():
         raise S3Error("InvalidArgument", "part-number-marker must be an integer.",
@@ -505,7 +294,7 @@ async def list_parts(context: Context) -> Answer:
     parts = sorted((number, info) for number, info in staging.parts(upload_id).items()
                    if number > marker)
     page, truncated = parts[:max_parts], len(parts) > max_parts
-    owner = (context.account.access_key, context.account.access_key)
+    owner = context.owner
     return Answer(body=xmlio.list_parts_result(
         bucket=context.bucket, key=context.key, upload_id=upload_id,
         part_number_marker=marker, next_part_number_marker=page[-1][0] if page else marker,
@@ -521,7 +310,7 @@ async def list_uploads(context: Context) -> Answer:
     query = context.query
     prefix = query.get("prefix", "")
     key_marker, id_marker = query.get("key-marker", ""), query.get("upload-id-marker", "")
-    max_uploads = bounded_argument(context, "max-uploads", 1000)
+    max_uploads = context.integer_argument("max-uploads", 1000)
     found = sorted((record["key"], record.get("initiated", 0.0), upload_id)
                    for upload_id, record in _staging(context).uploads()
                    if record.get("account") == context.account.access_key
@@ -531,7 +320,7 @@ async def list_uploads(context: Context) -> Answer:
              if key > key_marker or (key == key_marker and id_marker
                                      and upload_id > id_marker)]
     page, truncated = after[:max_uploads], len(after) > max_uploads
-    owner = (context.account.access_key, context.account.access_key)
+    owner = context.owner
     return Answer(body=xmlio.list_multipart_uploads_result(
         bucket=context.bucket, prefix=prefix, key_marker=key_marker, upload_id_marker=id_marker,
         next_key_marker=page[-1][0] if truncated else None,

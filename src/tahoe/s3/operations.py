@@ -5,7 +5,6 @@ query, body) and calls the account's :class:`~.store.AccountStore`:
 
 * service and buckets: ListBuckets, CreateBucket, HeadBucket, DeleteBucket,
   GetBucketLocation, GetBucketVersioning (never enabled);
-* listing: ListObjects v1 and v2 (:mod:`.listing`);
 * objects: PutObject (streamed from the request's spool into one CHK upload
   and one link), GetObject and HeadObject (Range, the conditional headers,
   ``response-*`` overrides, checksums with ``x-amz-checksum-mode``),
@@ -16,7 +15,6 @@ Facts: the Amazon S3 API Reference, one page per operation.
 """
 from __future__ import annotations
 
-import base64
 import re
 import time
 from collections.abc import AsyncIterator
@@ -29,19 +27,19 @@ from ..client.uploadable import BytesUploadable, FileUploadable
 from . import xmlio
 from .errors import S3Error
 from .keys import split_key
-from .listing import list_objects
+from .listing import list_objects_v1, list_objects_v2
+from .objects import STORED_HEADERS, ObjectInfo, quoted_etag
 from .server import Answer, Context, http_date
-from .store import STORED_HEADERS, AccountStore, ObjectInfo, gather
+from .store import AccountStore, gather
 
-__all__ = ["OPERATIONS", "object_headers", "put_metadata", "check_preconditions", "quoted_etag",
-           "byte_range", "bounded_argument", "parse_copy_source", "stored_answer",
-           "check_length"]
+__all__ = ["OPERATIONS", "object_headers", "put_metadata", "check_preconditions", "byte_range",
+           "parse_copy_source", "stored_answer", "check_length"]
 
 #: S3's limit on the user metadata of an object (``x-amz-meta-*``), in bytes.
 MAX_METADATA = 2048
 #: S3's limit on a single PUT (5 GiB).
 MAX_PUT_SIZE = 5 * 1024 ** 3
-#: The most keys one listing page or DeleteObjects holds.
+#: The most keys one DeleteObjects names.
 MAX_KEYS = 1000
 _RESPONSE_OVERRIDES = {"response-content-type": "Content-Type",
                        "response-content-language": "Content-Language",
@@ -50,10 +48,6 @@ _RESPONSE_OVERRIDES = {"response-content-type": "Content-Type",
                        "response-content-disposition": "Content-Disposition",
                        "response-content-encoding": "Content-Encoding"}
 _RANGE = re.compile(r"\Abytes=(\d*)-(\d*)\Z")
-
-
-def quoted_etag(etag: str) -> str:
-    return f'"{etag}"'
 
 
 def _parse_http_date(text: str | None) -> float | None:
@@ -137,16 +131,12 @@ def _store(context: Context) -> AccountStore:
     return context.store  # type: ignore[no-any-return]
 
 
-def _owner(context: Context) -> tuple[str, str]:
-    return context.account.access_key, context.account.access_key
-
-
 # -- service and buckets
 
 async def list_buckets(context: Context) -> Answer:
     """GET /: the account's buckets."""
     buckets = await _store(context).list_buckets()
-    owner_id, owner_name = _owner(context)
+    owner_id, owner_name = context.owner
     return Answer(body=xmlio.list_buckets_result(owner_id, owner_name, buckets),
                   headers={"Content-Type": "application/xml"})
 
@@ -192,93 +182,6 @@ async def get_bucket_versioning(context: Context) -> Answer:
     await _store(context).bucket(context.bucket)
     return Answer(body=xmlio.versioning_configuration(),
                   headers={"Content-Type": "application/xml"})
-
-
-# -- listing
-
-def bounded_argument(context: Context, name: str, limit: int) -> int:
-    """A non-negative integer query argument, at most ``limit`` (``limit`` when absent).
-
-    :raises S3Error: ``InvalidArgument`` for anything but digits.
-    """
-    text = context.query.get(name)
-    if text is None:
-        return limit
-    if not text.isdigit():
-        raise S3Error("InvalidArgument", f"{name} must be a non-negative integer.",
-                      ArgumentName=name, ArgumentValue=text[:20])
-    return min(int(text), limit)
-
-
-def _max_keys(context: Context) -> int:
-    return bounded_argument(context, "max-keys", MAX_KEYS)
-
-
-def _encoding_type(context: Context) -> str | None:
-    value = context.query.get("encoding-type")
-    if value is None or value == "":
-        return None
-    if value != "url":
-        raise S3Error("InvalidArgument", "Invalid Encoding Method specified in Request",
-                      ArgumentName="encoding-type", ArgumentValue=value)
-    return value
-
-
-def _token(last: str) -> str:
-    return base64.urlsafe_b64encode(last.encode("utf-8")).decode("ascii")
-
-
-def _from_token(token: str) -> str:
-    try:
-        return base64.urlsafe_b64decode(token.encode("ascii")).decode("utf-8")
-    except (ValueError, UnicodeError):
-        raise S3Error("InvalidArgument", "The continuation token provided is incorrect",
-                      ArgumentName="continuation-token") from None
-
-
-async def list_objects_v2(context: Context) -> Answer:
-    """GET /BUCKET?list-type=2."""
-    query = context.query
-    prefix, delimiter = query.get("prefix", ""), query.get("delimiter", "")
-    max_keys = _max_keys(context)
-    encoding = _encoding_type(context)
-    token = query.get("continuation-token")
-    start_after = query.get("start-after", "")
-    start = _from_token(token) if token is not None else start_after
-    page = await list_objects(_store(context), context.bucket, prefix, delimiter,
-                              start, max_keys)
-    next_token = _token(page.items[-1][0]) if page.truncated and page.items else None
-    owner = _owner(context) if query.get("fetch-owner") == "true" else None
-    body = xmlio.list_bucket_result_v2(
-        bucket=context.bucket, prefix=prefix, delimiter=delimiter or None, max_keys=max_keys,
-        encoding_type=encoding, items=_items(page.items), truncated=page.truncated,
-        continuation_token=token, next_continuation_token=next_token,
-        start_after=start_after or None, owner=owner)
-    return Answer(body=body, headers={"Content-Type": "application/xml"})
-
-
-async def list_objects_v1(context: Context) -> Answer:
-    """GET /BUCKET (ListObjects, version 1)."""
-    query = context.query
-    prefix, delimiter = query.get("prefix", ""), query.get("delimiter", "")
-    max_keys = _max_keys(context)
-    encoding = _encoding_type(context)
-    marker = query.get("marker", "")
-    page = await list_objects(_store(context), context.bucket, prefix, delimiter, marker,
-                              max_keys)
-    next_marker = page.items[-1][0] if page.truncated and page.items else None
-    body = xmlio.list_bucket_result_v1(
-        bucket=context.bucket, prefix=prefix, delimiter=delimiter or None, max_keys=max_keys,
-        encoding_type=encoding, items=_items(page.items), truncated=page.truncated,
-        marker=marker, next_marker=next_marker, owner=_owner(context))
-    return Answer(body=body, headers={"Content-Type": "application/xml"})
-
-
-def _items(items: tuple[tuple[str, ObjectInfo | None], ...]) -> list[xmlio.ListItem]:
-    return [xmlio.ListItem(key=key, size=info.size, etag=quoted_etag(info.etag),
-                           last_modified=info.last_modified) if info is not None
-            else xmlio.ListItem(key=key, prefix=True)
-            for key, info in items]
 
 
 # -- objects

@@ -228,6 +228,24 @@ class Context:
         """One request header by lower-case name."""
         return self.headers.get(name, default)
 
+    def integer_argument(self, name: str, limit: int) -> int:
+        """A non-negative integer query argument, at most ``limit`` (``limit`` when absent).
+
+        :raises S3Error: ``InvalidArgument`` for anything but digits.
+        """
+        text = self.query.get(name)
+        if text is None:
+            return limit
+        if not text.isdigit():
+            raise S3Error("InvalidArgument", f"{name} must be a non-negative integer.",
+                          ArgumentName=name, ArgumentValue=text[:20])
+        return min(int(text), limit)
+
+    @property
+    def owner(self) -> tuple[str, str]:
+        """The ID and display name of the account (its access key id) in XML answers."""
+        return self.account.access_key, self.account.access_key
+
 
 def _headers(request: server.Request) -> dict[str, str]:
     found: dict[str, list[str]] = {}

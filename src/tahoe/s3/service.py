@@ -208,7 +208,7 @@ class S3Gateway:
     def uploads(self) -> Any:
         """The multipart uploads staged on this node (:class:`.multipart.Staging`)."""
         if self._uploads is None:
-            from .multipart import Staging
+            from .staging import Staging
             self._uploads = Staging(os.path.join(self.basedir, "private", "s3-multipart"))
         return self._uploads
 

@@ -1,0 +1,234 @@
+"""Multipart staging: each unfinished upload a directory of durable part files.
+
+Under ``NODEDIR/private/s3-multipart/UPLOADID/`` (mode 0700):
+
+* ``upload.json``: the account's access key id, bucket, key, the object's S3
+  metadata from CreateMultipartUpload, the checksum algorithm asked for, and
+  when it was initiated;
+* ``part-NNNNN`` (the part's bytes) and ``part-NNNNN.json`` (size, MD5,
+  checksums, time). Each is written to a temporary name, synced and renamed,
+  and the directory synced, before UploadPart is answered: an acknowledged
+  part survives a crash.
+
+:class:`PartsUploadable` reads the concatenation of part files at any offset
+(an :class:`~tahoe.client.uploadable.Uploadable`: Complete uploads from it, no
+copy). Upload ids are 48 URL-safe random characters; anything else names no
+upload (no path can be smuggled in). Blocking file I/O: the shell runs part
+copies in a thread.
+"""
+from __future__ import annotations
+
+import bisect
+import json
+import os
+import re
+import secrets
+import shutil
+from typing import Any, BinaryIO
+
+from twisted.internet.defer import Deferred
+
+from .errors import S3Error
+
+__all__ = ["Staging", "PartsUploadable", "COMPLETED_KEPT_SECONDS"]
+
+_UPLOAD_ID = re.compile(r"[A-Za-z0-9_-]{16,64}\Z")
+_COPY_BLOCK = 1024 * 1024
+#: Seconds a completed upload's answer is given again to a Complete retried.
+COMPLETED_KEPT_SECONDS = 600.0
+
+
+def _write_durably(path: str, data: bytes) -> None:
+    temporary = path + ".tmp"
+    with open(temporary, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(temporary, path)
+
+
+def _sync_directory(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class Staging:
+    """The multipart uploads of one node, each a directory under ``root``."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        #: Upload id -> what waits for the Complete in progress (its result document).
+        self.completing: dict[str, list[Deferred]] = {}
+        #: Upload id -> (when, (access key, bucket, key), result document) of the uploads
+        #: completed in the last :data:`COMPLETED_KEPT_SECONDS`: a client that retries a
+        #: Complete whose answer it lost gets it again.
+        self.completed: dict[str, tuple[float, tuple[str, str, str], bytes]] = {}
+
+    def remember(self, upload_id: str, owner: tuple[str, str, str], document: bytes,
+                 now: float) -> None:
+        """Keep a completed upload's answer (and forget those kept too long)."""
+        for old in [u for u, (when, _, _) in self.completed.items()
+                    if now - when > COMPLETED_KEPT_SECONDS]:
+            del self.completed[old]
+        self.completed[upload_id] = (now, owner, document)
+
+    def _dir(self, upload_id: str) -> str:
+        if not _UPLOAD_ID.match(upload_id):
+            raise S3Error("NoSuchUpload", UploadId=upload_id[:80])
+        return os.path.join(self.root, upload_id)
+
+    def create(self, record: dict[str, Any]) -> str:
+        """Stage a new upload; its id."""
+        os.makedirs(self.root, mode=0o700, exist_ok=True)
+        upload_id = secrets.token_urlsafe(36)
+        path = os.path.join(self.root, upload_id)
+        os.mkdir(path, 0o700)
+        _write_durably(os.path.join(path, "upload.json"), json.dumps(record).encode())
+        _sync_directory(self.root)
+        return upload_id
+
+    def load(self, upload_id: str, access_key: str, bucket: str | None = None,
+             key: str | None = None) -> dict[str, Any]:
+        """The record of an upload of this account (and bucket and key, if given).
+
+        :raises S3Error: ``NoSuchUpload``.
+        """
+        path = os.path.join(self._dir(upload_id), "upload.json")
+        try:
+            with open(path, "rb") as f:
+                record: dict[str, Any] = json.loads(f.read())
+        except (OSError, ValueError):
+            raise S3Error("NoSuchUpload", UploadId=upload_id) from None
+        if record.get("account") != access_key or (bucket is not None and record.get(
+                "bucket") != bucket) or (key is not None and record.get("key") != key):
+            raise S3Error("NoSuchUpload", UploadId=upload_id)
+        return record
+
+    def part_path(self, upload_id: str, number: int) -> str:
+        """Where part ``number``'s bytes are kept."""
+        return os.path.join(self._dir(upload_id), f"part-{number:05d}")
+
+    def store_part(self, upload_id: str, number: int, source: BinaryIO, size: int,
+                   info: dict[str, Any]) -> None:
+        """Copy ``size`` bytes of ``source`` (from its start) into part ``number`` and
+        record ``info``, durably (blocking: run it in a thread for large parts)."""
+        path = self.part_path(upload_id, number)
+        temporary = f"{path}.tmp-{secrets.token_hex(4)}"
+        try:
+            with open(temporary, "wb") as out:
+                source.seek(0)
+                left = size
+                while left > 0:
+                    block = source.read(min(_COPY_BLOCK, left))
+                    if not block:
+                        raise S3Error("IncompleteBody")
+                    out.write(block)
+                    left -= len(block)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(temporary, path)
+        except BaseException:
+            if os.path.exists(temporary):
+                os.unlink(temporary)
+            raise
+        _write_durably(path + ".json", json.dumps(info).encode())
+        _sync_directory(os.path.dirname(path))
+
+    def parts(self, upload_id: str) -> dict[int, dict[str, Any]]:
+        """Part number -> recorded info, for every part stored."""
+        directory = self._dir(upload_id)
+        found = {}
+        for name in os.listdir(directory):
+            match = re.fullmatch(r"part-(\d{5})\.json", name)
+            if match is None:
+                continue
+            try:
+                with open(os.path.join(directory, name), "rb") as f:
+                    found[int(match.group(1))] = json.loads(f.read())
+            except (OSError, ValueError):
+                continue
+        return found
+
+    def remove(self, upload_id: str) -> None:
+        """Remove an upload's staging directory."""
+        shutil.rmtree(self._dir(upload_id), ignore_errors=True)
+
+    def uploads(self) -> list[tuple[str, dict[str, Any]]]:
+        """(upload id, record) of every staged upload."""
+        try:
+            names = os.listdir(self.root)
+        except FileNotFoundError:
+            return []
+        found = []
+        for name in names:
+            if not _UPLOAD_ID.match(name):
+                continue
+            try:
+                with open(os.path.join(self.root, name, "upload.json"), "rb") as f:
+                    found.append((name, json.loads(f.read())))
+            except (OSError, ValueError):
+                continue
+        return found
+
+    def remove_older_than(self, cutoff: float) -> int:
+        """Remove the uploads initiated before ``cutoff`` (seconds since the epoch); how many.
+        A directory without a readable record is judged by its modification time."""
+        removed = 0
+        try:
+            names = os.listdir(self.root)
+        except FileNotFoundError:
+            return 0
+        for name in names:
+            path = os.path.join(self.root, name)
+            try:
+                with open(os.path.join(path, "upload.json"), "rb") as f:
+                    initiated = float(json.loads(f.read())["initiated"])
+            except (OSError, ValueError, KeyError, TypeError):
+                try:
+                    initiated = os.stat(path).st_mtime
+                except OSError:
+                    continue
+            if initiated < cutoff:
+                shutil.rmtree(path, ignore_errors=True)
+                removed += 1
+        return removed
+
+
+class PartsUploadable:
+    """The concatenation of part files, read at any offset (an ``Uploadable``)."""
+
+    def __init__(self, paths: list[str], sizes: list[int]) -> None:
+        self._fds = [os.open(path, os.O_RDONLY) for path in paths]
+        self._starts = []
+        offset = 0
+        for size in sizes:
+            self._starts.append(offset)
+            offset += size
+        self._sizes = sizes
+        self.size = offset
+
+    def read(self, offset: int, length: int) -> bytes:
+        """``length`` bytes at ``offset`` (fewer at the end), across part boundaries."""
+        pieces = []
+        index = bisect.bisect_right(self._starts, offset) - 1
+        while length > 0 and 0 <= index < len(self._fds):
+            within = offset - self._starts[index]
+            take = min(length, self._sizes[index] - within)
+            if take > 0:
+                data = os.pread(self._fds[index], take, within)
+                if len(data) != take:
+                    raise OSError(f"part {index + 1} is shorter than recorded")
+                pieces.append(data)
+                offset += take
+                length -= take
+            index += 1
+        return b"".join(pieces)
+
+    def close(self) -> None:
+        """Close the part files."""
+        for fd in self._fds:
+            os.close(fd)
+        self._fds = []
