@@ -146,6 +146,22 @@ def test_wrong_secret_unknown_key_and_changed_signatures(node: S3Node) -> None:
     assert_nothing_written(node)
 
 
+def test_removed_account_is_refused(node: S3Node) -> None:
+    """An account added while the node runs works at once; once its line is removed from
+    the accounts file (the key revoked), its requests get InvalidAccessKeyId 403 without a
+    restart, and the other account still works."""
+    added = node.add_account()
+    other = Keys(added["access_key_id"], added["secret_access_key"], node.region)
+    assert send(node.endpoint, sign(other, node.endpoint, "GET", "/")).status == 200
+    accounts = node.basedir / "private" / "s3-accounts"
+    lines = accounts.read_text().splitlines(keepends=True)
+    accounts.write_text("".join(line for line in lines
+                                if not line.startswith(other.access_key + " ")))
+    assert_error(send(node.endpoint, sign(other, node.endpoint, "GET", "/")),
+                 "InvalidAccessKeyId", 403)
+    assert send(node.endpoint, sign(keys_of(node), node.endpoint, "GET", "/")).status == 200
+
+
 def test_expired_presigned_urls_and_clock_skew(node: S3Node) -> None:
     """A presigned GET or PUT signed two hours ago for 60 s: AccessDenied 403 (expired);
     the same URL signed now works. A header signature 20 minutes old or ahead:
