@@ -142,7 +142,9 @@ async def list_buckets(context: Context) -> Answer:
 
 
 async def create_bucket(context: Context) -> Answer:
-    """PUT /BUCKET: make a bucket (a location constraint, if any, must be ours)."""
+    """PUT /BUCKET: make a bucket (a location constraint, if any, must be ours). One that
+    exists already is ``BucketAlreadyOwnedByYou`` (409), except in us-east-1, where S3
+    answers 200 to its owner."""
     body = await context.payload.small()
     if body.strip():
         location = xmlio.parse_create_bucket(body)
@@ -153,7 +155,12 @@ async def create_bucket(context: Context) -> Answer:
                           f" this gateway's region ({region}).",
                           ArgumentName="LocationConstraint",
                           ArgumentValue=location)
-    await _store(context).create_bucket(context.bucket)
+    try:
+        await _store(context).create_bucket(context.bucket)
+    except S3Error as error:
+        # S3's legacy rule in us-east-1: creating a bucket you own again succeeds
+        if error.code != "BucketAlreadyOwnedByYou" or context.gateway_region != "us-east-1":
+            raise
     return Answer(headers={"Location": "/" + context.bucket})
 
 

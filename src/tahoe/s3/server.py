@@ -7,8 +7,9 @@ One leaf :class:`S3Resource` (twisted.web) takes every request:
    from the ``Host`` (virtual-host style, ``BUCKET.HOST``: a host name that is not
    an IP address, ``localhost`` or the gateway's own host, ``BUCKET.localhost``
    included);
-3. Signature Version 4 (:mod:`.sigv4`): the access key's account, the signature,
-   the clock skew or the presigned URL's expiry;
+3. Signature Version 4 (:mod:`.sigv4`), or version 2 (:mod:`.sigv2`, legacy, for
+   the presigned URLs tools make by default): the access key's account, the
+   signature, the clock skew or the presigned URL's expiry;
 4. the operation, by method and sub-resource (:mod:`.operations`,
    :mod:`.multipart`).
 
@@ -39,7 +40,7 @@ from urllib.parse import parse_qsl, unquote
 from twisted.internet import threads
 from twisted.internet.defer import CancelledError, Deferred
 from twisted.python import log
-from twisted.web import resource, server
+from twisted.web import http, resource, server
 
 from ..web.rendering import StreamPausing
 
@@ -51,6 +52,11 @@ __all__ = ["Answer", "Context", "Payload", "S3Resource", "S3Site", "censor", "ht
 
 #: The most bytes of an XML request body read (Delete of 1,000 keys of 1 kB fits).
 MAX_XML_BODY = 2 * 1024 * 1024
+#: S3's limit on the header section of a request, in bytes.
+MAX_HEADER_SECTION = 8 * 1024
+#: The most bytes of request line and headers read before the connection is refused
+#: (beyond this, Twisted's bare 400, without S3's XML).
+READ_HEADER_SECTION = 64 * 1024
 #: Bodies up to this size are hashed and decoded on the reactor, larger ones in a thread.
 _INLINE_BODY = 1024 * 1024
 _COPY_BLOCK = 256 * 1024
@@ -213,6 +219,8 @@ class Context:
         self.query = query
         self.bucket = bucket
         self.key = key
+        #: The bucket the Host named (virtual-host style), or None (path style).
+        self.virtual_bucket: str | None = None
         #: Filled in by the gateway once the signature is checked.
         self.account: Any = None
         self.store: Any = None
@@ -245,6 +253,17 @@ class Context:
     def owner(self) -> tuple[str, str]:
         """The ID and display name of the account (its access key id) in XML answers."""
         return self.account.access_key, self.account.access_key
+
+
+def _check_header_section(request: server.Request) -> None:
+    """S3's limit on a request's headers (8 KiB).
+
+    :raises S3Error: ``RequestHeaderSectionTooLarge``.
+    """
+    size = sum(len(name) + 4 + len(value) for name, values
+               in request.requestHeaders.getAllRawHeaders() for value in values)
+    if size > MAX_HEADER_SECTION:
+        raise S3Error("RequestHeaderSectionTooLarge", MaxSizeAllowed=str(MAX_HEADER_SECTION))
 
 
 def _headers(request: server.Request) -> dict[str, str]:
@@ -362,12 +381,15 @@ class S3Resource(resource.Resource):
             key = _split_path("/" + virtual + raw_path)[1] if raw_path != "/" else ""
         else:
             bucket, key = _split_path(raw_path)
-        return Context(request, request_id, request.method.decode("latin-1"), raw_path,
-                       raw_query, headers, query, bucket, key)
+        context = Context(request, request_id, request.method.decode("latin-1"), raw_path,
+                          raw_query, headers, query, bucket, key)
+        context.virtual_bucket = virtual
+        return context
 
     async def _answer(self, request: server.Request, request_id: str) -> None:
         context: Context | None = None
         try:
+            _check_header_section(request)
             context = self._context(request, request_id)
             await self.gateway.authenticate(context)
             operation = self.gateway.route(context)
@@ -446,8 +468,17 @@ class S3Resource(resource.Resource):
             request.finish()
 
 
+class _Channel(http.HTTPChannel):
+    """HTTP/1.1 taking header sections up to :data:`READ_HEADER_SECTION` bytes, so that
+    one over S3's limit gets S3's error (Twisted's own limit, 16 KiB, answers a bare 400)."""
+
+    totalHeadersSize = READ_HEADER_SECTION
+
+
 class S3Site(server.Site):
     """The gateway's site: no tracebacks, a censored access log."""
+
+    protocol = _Channel
 
     def __init__(self, root: S3Resource) -> None:
         super().__init__(root, logFormatter=censored_log_line)

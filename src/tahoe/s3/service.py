@@ -12,10 +12,10 @@
 :func:`start_s3` reads the accounts file (``ACCESS_KEY_ID SECRET_ACCESS_KEY
 ROOTCAP`` per line, :mod:`.accounts`; it must not be readable by others: mode
 0600), listens on ``port`` and writes ``s3.url`` into the node directory
-once listening. The file is read again when it changes (``tahoe s3
-add-account`` on a running node takes effect at the next request with the new
-key); a file that became malformed keeps the accounts read before, and says
-why in the log. Unfinished multipart uploads older than
+once listening. The file is read again when it changes (checked at every
+request: ``tahoe s3 add-account`` on a running node, or a line removed to revoke
+a key, takes effect at the next request); a file that became malformed (or
+readable by others) keeps the accounts read before, and the log says why. Unfinished multipart uploads older than
 ``multipart.max_age`` are removed at the start and every hour.
 
 :class:`S3Gateway` authenticates each request (:mod:`.sigv4`) and routes it
@@ -123,16 +123,16 @@ class S3Gateway:
         self._accounts_stamp = stamp
 
     def _account(self, access_key: str) -> Any:
-        """The account of ``access_key``, reading the file again if it changed."""
-        account = self.accounts.get(access_key)
-        if account is None and self._stamp() != self._accounts_stamp:
+        """The account of ``access_key``, the file read again first if it changed (one
+        ``stat`` a request: an account added or removed counts from the next request)."""
+        if self._stamp() != self._accounts_stamp:
             try:
                 self.load_accounts()
             except S3GatewayError as error:
+                # the accounts read before stay; the log says why the new file is not used
                 log.msg(f"S3 accounts not reloaded: {error}")
                 self._accounts_stamp = self._stamp()
-            account = self.accounts.get(access_key)
-        return account
+        return self.accounts.get(access_key)
 
     def store_for(self, account: Any) -> Any:
         """The :class:`~.store.AccountStore` of an account (one per root, kept)."""
@@ -146,20 +146,23 @@ class S3Gateway:
     # -- requests
 
     async def authenticate(self, context: Context) -> None:
-        """Check the request's signature; fill in its account and store.
+        """Check the request's signature (Signature Version 4, or the legacy version 2 that
+        ``aws s3 presign`` and boto3's presigned URLs use unless told otherwise); fill in
+        its account and store.
 
         :raises S3Error: ``AccessDenied`` (anonymous, expired), ``InvalidAccessKeyId``,
             ``SignatureDoesNotMatch``, ``RequestTimeTooSkewed``, ``AuthorizationHeaderMalformed``...
         """
         from . import sigv4
         signed = sigv4.parse_request_auth(context.method, context.raw_path, context.raw_query,
-                                          context.headers)
+                                          context.headers, allow_v2=True)
         account = self._account(signed.credential.access_key)
         if account is None:
             raise S3Error("InvalidAccessKeyId", AWSAccessKeyId=signed.credential.access_key)
         context.signing_key = sigv4.verify_request(
             signed, account.secret, context.method, context.raw_path, context.raw_query,
-            context.headers, now=self.clock.seconds(), region=self.region)
+            context.headers, now=self.clock.seconds(), region=self.region,
+            virtual_host_bucket=context.virtual_bucket)
         context.signed = signed
         context.payload_hash = signed.payload_hash
         context.account = account
