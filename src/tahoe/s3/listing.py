@@ -28,41 +28,23 @@ within that time.
 from __future__ import annotations
 
 import base64
-import bisect
-import json
-import unicodedata
 from collections.abc import AsyncIterator
 from typing import Any
 
 from attrs import frozen
 
 from ..caps.dirnode import DirectoryCap
-from ..dirnode.children import child_from_caps
-from ..dirnode.errors import CorruptDirectory
-from ..dirnode.packing import Entry
-from ..util.errors import BadNetstring
-from ..util.netstring import split_netstring
 from . import xmlio
 from .errors import S3Error
-from .objects import S3_KEY, ObjectInfo, describe, quoted_etag, size_from_cap
+from .objects import (Light, ObjectInfo, full_entry, light_info, light_is_folder, quoted_etag,
+                      sorted_entries)
 from .server import Answer, Context
 from .store import AccountStore
 
-__all__ = ["ListPage", "SortedDirectory", "list_objects", "sorted_entries", "list_objects_v1",
-           "list_objects_v2", "MAX_KEYS"]
+__all__ = ["ListPage", "list_objects", "list_objects_v1", "list_objects_v2", "MAX_KEYS"]
 
 #: The most keys (and common prefixes) a page holds, and the default.
 MAX_KEYS = 1000
-
-#: Read-cap prefixes of directories and files as a directory stores them.
-_DIRECTORY_CAPS = (b"URI:DIR2-RO:", b"URI:DIR2-CHK:", b"URI:DIR2-LIT:", b"URI:DIR2-MDMF-RO:",
-                   b"URI:DIR2:", b"URI:DIR2-MDMF:")
-_FILE_CAPS = (b"URI:CHK:", b"URI:LIT:", b"URI:SSK-RO:", b"URI:MDMF-RO:")
-
-#: One directory entry as a listing first sees it:
-#: (sort name, name, is a directory, read cap, metadata JSON).
-Light = tuple[str, str, bool, bytes, bytes]
-
 
 @frozen
 class ListPage:
@@ -74,85 +56,6 @@ class ListPage:
 
     items: tuple[tuple[str, ObjectInfo | None], ...]
     truncated: bool
-
-
-@frozen
-class SortedDirectory:
-    """A directory's files and subdirectories in listing order.
-
-    :ivar entries: light entries, sorted.
-    :ivar names: their sort names, in the same order (for bisection).
-    """
-
-    entries: list[Light]
-    names: list[str]
-
-    def after(self, start: str, base: str) -> list[Light]:
-        """The entries of the directory ``base`` that may hold keys after ``start``: from
-        the last one sorting at or before it (a directory that may hold it) on."""
-        if not start.startswith(base):
-            return self.entries
-        at = bisect.bisect_right(self.names, start[len(base):])
-        return self.entries[max(0, at - 1):]
-
-
-def sorted_entries(data: bytes) -> SortedDirectory:
-    """A directory's files and subdirectories in listing order, caps and metadata unparsed
-    (children of other kinds are left out).
-
-    :raises CorruptDirectory: for broken netstrings or names that are not UTF-8.
-    """
-    entries: list[Light] = []
-    position = 0
-    try:
-        while position < len(data):
-            entry, position = split_netstring(data, position)
-            name_bytes, inner = split_netstring(entry, 0)
-            read_cap, inner = split_netstring(entry, inner)
-            _, inner = split_netstring(entry, inner)  # the encrypted write cap
-            metadata, _ = split_netstring(entry, inner)
-            read_cap = read_cap.rstrip(b" ")
-            if read_cap.startswith(_DIRECTORY_CAPS):
-                directory = True
-            elif read_cap.startswith(_FILE_CAPS):
-                directory = False
-            else:
-                continue
-            name = unicodedata.normalize("NFC", name_bytes.decode("utf-8"))
-            entries.append((name + "/" if directory else name, name, directory, read_cap,
-                            metadata))
-    except (BadNetstring, UnicodeDecodeError) as error:
-        raise CorruptDirectory(f"directory entry: {error}") from None
-    entries.sort()
-    return SortedDirectory(entries, [entry[0] for entry in entries])
-
-
-def _entry(light: Light) -> Entry:
-    """The whole entry of a light one (its read cap and metadata parsed)."""
-    _, name, _, read_cap, metadata_json = light
-    try:
-        metadata = json.loads(metadata_json)
-    except ValueError:
-        metadata = {}
-    return Entry(child_from_caps(None, read_cap, name=name),
-                 metadata if isinstance(metadata, dict) else {})
-
-
-def _info(key: str, light: Light, folder: bool) -> ObjectInfo:
-    """What a listing says of an object: from its metadata and the text of its cap."""
-    try:
-        metadata = json.loads(light[4])
-    except ValueError:
-        metadata = {}
-    return describe(key, metadata if isinstance(metadata, dict) else {}, light[3],
-                    size_from_cap(light[3]), folder)
-
-
-def _is_folder_marker(light: Light) -> bool:
-    if not light[2] or S3_KEY.encode() not in light[4]:
-        return False
-    s3 = _entry(light).metadata.get(S3_KEY)
-    return isinstance(s3, dict) and s3.get("folder") is True
 
 
 class _Walk:
@@ -198,12 +101,12 @@ class _Walk:
                         yield item
                 continue
             path = base + light[1] + "/"
-            if self.wanted(path) and _is_folder_marker(light):
+            if self.wanted(path) and light_is_folder(light):
                 async for item in self.emit(path, light, folder=True):
                     yield item
             if not self.subtree_wanted(path):
                 continue
-            child = _entry(light).child.cap
+            child = full_entry(light).child.cap
             common = self.rolled_up(path)
             if common is not None and len(common) <= len(path):
                 if common != self.last_prefix and common > self.start \
@@ -218,7 +121,7 @@ class _Walk:
                    ) -> AsyncIterator[tuple[str, ObjectInfo | None]]:
         common = self.rolled_up(key)
         if common is None:
-            yield key, _info(key, light, folder)
+            yield key, light_info(key, light, folder)
         elif common != self.last_prefix and common != self.skip_below:
             self.last_prefix = common
             yield common, None
@@ -241,9 +144,9 @@ async def list_objects(store: AccountStore, bucket: str, prefix: str, delimiter:
         if light is None:
             return ListPage((), False)
         path = base + name + "/"
-        if path == prefix and walk.wanted(path) and _is_folder_marker(light):
-            items.append((path, _info(path, light, folder=True)))
-        cap, base = _entry(light).child.cap, path  # type: ignore[assignment]
+        if path == prefix and walk.wanted(path) and light_is_folder(light):
+            items.append((path, light_info(path, light, folder=True)))
+        cap, base = full_entry(light).child.cap, path  # type: ignore[assignment]
     if max_keys <= 0:
         return ListPage((), False)
     truncated = False

@@ -14,22 +14,34 @@ beside Tahoe's own ``tahoe`` link times. A folder marker (a key ending in
 ``"folder": true``. A file linked by another tool has no ``"s3"`` (or one
 whose size no longer matches: replaced since): its size comes from its cap,
 its last modification from the link times, and its ETag is derived from its
-read cap (not an MD5). Pure.
+read cap (not an MD5).
+
+For speed, a directory read for a listing or a look-up is first split into
+"light" entries (:func:`sorted_entries`: name, read cap and metadata JSON,
+nothing parsed, sorted in listing order); an entry is parsed whole only when
+it is used. Pure.
 """
 from __future__ import annotations
 
+import bisect
 import hashlib
+import json
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
 from attrs import field, frozen
 
 from ..caps.immutable import CHKReadCap, LiteralCap
-from ..dirnode.children import ChildNode
+from ..dirnode.children import ChildNode, child_from_caps
+from ..dirnode.errors import CorruptDirectory
 from ..dirnode.packing import Entry
+from ..util.errors import BadNetstring
+from ..util.netstring import split_netstring
 
 __all__ = ["ObjectInfo", "S3_KEY", "STORED_HEADERS", "EMPTY_MD5", "object_info", "describe",
-           "size_from_cap", "is_folder_marker", "quoted_etag"]
+           "size_from_cap", "is_folder_marker", "quoted_etag", "Light", "SortedDirectory",
+           "sorted_entries", "full_entry", "light_info", "light_is_folder"]
 
 #: The key of a directory entry's metadata that holds the object's S3 metadata.
 S3_KEY = "s3"
@@ -147,3 +159,100 @@ def is_folder_marker(entry: Entry) -> bool:
 def quoted_etag(etag: str) -> str:
     """An ETag as headers and XML carry it: in double quotes."""
     return f'"{etag}"'
+
+
+#: Read-cap prefixes of directories and files as a directory stores them.
+_DIRECTORY_CAPS = (b"URI:DIR2-RO:", b"URI:DIR2-CHK:", b"URI:DIR2-LIT:", b"URI:DIR2-MDMF-RO:",
+                   b"URI:DIR2:", b"URI:DIR2-MDMF:")
+_FILE_CAPS = (b"URI:CHK:", b"URI:LIT:", b"URI:SSK-RO:", b"URI:MDMF-RO:")
+
+#: One directory entry as a listing first sees it:
+#: (sort name, name, is a directory, read cap, metadata JSON).
+Light = tuple[str, str, bool, bytes, bytes]
+
+
+@frozen
+class SortedDirectory:
+    """A directory's files and subdirectories in listing order.
+
+    :ivar entries: light entries, sorted.
+    :ivar names: their sort names, in the same order (for bisection).
+    """
+
+    entries: list[Light]
+    names: list[str]
+
+    def after(self, start: str, base: str) -> list[Light]:
+        """The entries of the directory ``base`` that may hold keys after ``start``: from
+        the last one sorting at or before it (a directory that may hold it) on."""
+        if not start.startswith(base):
+            return self.entries
+        at = bisect.bisect_right(self.names, start[len(base):])
+        return self.entries[max(0, at - 1):]
+
+    def find(self, name: str) -> Light | None:
+        """The entry named ``name`` (a file or a directory), or None."""
+        for sort_name in (name, name + "/"):
+            at = bisect.bisect_left(self.names, sort_name)
+            if at < len(self.names) and self.names[at] == sort_name:
+                return self.entries[at]
+        return None
+
+
+def sorted_entries(data: bytes) -> SortedDirectory:
+    """A directory's files and subdirectories in listing order, caps and metadata unparsed
+    (children of other kinds are left out).
+
+    :raises CorruptDirectory: for broken netstrings or names that are not UTF-8.
+    """
+    entries: list[Light] = []
+    position = 0
+    try:
+        while position < len(data):
+            entry, position = split_netstring(data, position)
+            name_bytes, inner = split_netstring(entry, 0)
+            read_cap, inner = split_netstring(entry, inner)
+            _, inner = split_netstring(entry, inner)  # the encrypted write cap
+            metadata, _ = split_netstring(entry, inner)
+            read_cap = read_cap.rstrip(b" ")
+            if read_cap.startswith(_DIRECTORY_CAPS):
+                directory = True
+            elif read_cap.startswith(_FILE_CAPS):
+                directory = False
+            else:
+                continue
+            name = unicodedata.normalize("NFC", name_bytes.decode("utf-8"))
+            entries.append((name + "/" if directory else name, name, directory, read_cap,
+                            metadata))
+    except (BadNetstring, UnicodeDecodeError) as error:
+        raise CorruptDirectory(f"directory entry: {error}") from None
+    entries.sort()
+    return SortedDirectory(entries, [entry[0] for entry in entries])
+
+
+def full_entry(light: Light) -> Entry:
+    """The whole entry of a light one (its read cap and metadata parsed)."""
+    _, name, _, read_cap, metadata_json = light
+    try:
+        metadata = json.loads(metadata_json)
+    except ValueError:
+        metadata = {}
+    return Entry(child_from_caps(None, read_cap, name=name),
+                 metadata if isinstance(metadata, dict) else {})
+
+
+def light_info(key: str, light: Light, folder: bool) -> ObjectInfo:
+    """What a listing says of an object: from its metadata and the text of its cap."""
+    try:
+        metadata = json.loads(light[4])
+    except ValueError:
+        metadata = {}
+    return describe(key, metadata if isinstance(metadata, dict) else {}, light[3],
+                    size_from_cap(light[3]), folder)
+
+
+def light_is_folder(light: Light) -> bool:
+    if not light[2] or S3_KEY.encode() not in light[4]:
+        return False
+    s3 = full_entry(light).metadata.get(S3_KEY)
+    return isinstance(s3, dict) and s3.get("folder") is True

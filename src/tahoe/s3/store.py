@@ -33,22 +33,26 @@ from ..dirnode.ops import add_child, delete_child, set_metadata
 from ..dirnode.packing import Entry, unpack_children
 from .errors import S3Error
 from .keys import check_bucket_name, split_key
-from .objects import S3_KEY, ObjectInfo, is_folder_marker, object_info
+from .objects import (S3_KEY, ObjectInfo, full_entry, is_folder_marker, light_is_folder,
+                      object_info, sorted_entries)
 
-__all__ = ["AccountStore", "Children", "read_children", "gather", "BUCKET_CACHE_SECONDS",
+__all__ = ["AccountStore", "Children", "read_children", "gather", "PATH_CACHE_SECONDS",
            "LISTING_CACHE_SECONDS"]
 
 Children = dict[str, Entry]
-#: Seconds a bucket's directory cap is used without reading the root again: back-to-back
-#: requests into a bucket cost one read of the root. A bucket unlinked by another tool
-#: meanwhile is still written to for that long (as it would be by a request that
-#: looked it up just before), one deleted through this gateway is forgotten at once.
-BUCKET_CACHE_SECONDS = 5.0
+#: Seconds the cap of a bucket's directory, or of a directory below it, is used without
+#: reading its parent again: back-to-back requests into a directory cost no read of the
+#: directories above it. A directory unlinked by another tool meanwhile is still written
+#: to for that long (as it would be by a request that looked it up just before); one
+#: unlinked through this gateway is forgotten at once.
+PATH_CACHE_SECONDS = 5.0
 #: Seconds a directory read for a listing serves the listing pages that follow it; a
 #: change through this gateway drops it at once (changes by others are seen after this).
 LISTING_CACHE_SECONDS = 2.0
 #: The most directories kept read for listings at once.
 LISTINGS_KEPT = 64
+#: The most directory caps kept from look-ups.
+DIRECTORIES_KEPT = 4096
 
 
 async def read_children(node: DirectoryNode) -> Children:
@@ -82,10 +86,14 @@ class AccountStore:
         self.root = root
         #: Directories being made: (parent cap, name) -> waiters for the new cap.
         self._making: dict[tuple[str, str], list[Deferred]] = {}
-        #: Bucket name -> (when looked up, its directory's cap), see :data:`BUCKET_CACHE_SECONDS`.
-        self._buckets: dict[str, tuple[float, DirectoryCap]] = {}
+        #: (parent's read cap, name) -> (when looked up, the child directory's cap), see
+        #: :data:`PATH_CACHE_SECONDS`; the root's children are the buckets.
+        self._directories: dict[tuple[str, str], tuple[float, DirectoryCap]] = {}
         #: Read cap -> (when read, what a listing made of it), see :meth:`listing`.
         self._listings: dict[str, tuple[float, Any]] = {}
+        #: Read cap -> how many changes through this store began: a read that a change
+        #: overtook is not kept.
+        self._generations: dict[str, int] = {}
 
     # -- helpers
 
@@ -102,13 +110,39 @@ class AccountStore:
         known = self._listings.get(key)
         if known is not None and now - known[0] < LISTING_CACHE_SECONDS:
             return known[1]
+        generation = self._generations.get(key, 0)
         parsed = parse(await self.node(cap).read_bytes())
         for old in [k for k, (when, _) in self._listings.items()
                     if now - when >= LISTING_CACHE_SECONDS]:
             del self._listings[old]
-        if len(self._listings) < LISTINGS_KEPT:
+        if len(self._listings) < LISTINGS_KEPT and self._generations.get(key, 0) == generation:
             self._listings[key] = (now, parsed)
         return parsed
+
+    def _known_directory(self, parent: DirectoryCap, name: str, writable: bool
+                         ) -> DirectoryCap | None:
+        """The cap of subdirectory ``name`` of ``parent`` if looked up lately (a write cap
+        when ``writable``)."""
+        known = self._directories.get((parent.readonly().to_string(), name))
+        if known is None or self.services.clock.seconds() - known[0] >= PATH_CACHE_SECONDS:
+            return None
+        if writable and known[1].is_readonly:
+            return None
+        return known[1]
+
+    def _remember_directory(self, parent: DirectoryCap, name: str, child: DirectoryCap
+                            ) -> None:
+        now = self.services.clock.seconds()
+        if len(self._directories) >= DIRECTORIES_KEPT:
+            for old in [k for k, (when, _) in self._directories.items()
+                        if now - when >= PATH_CACHE_SECONDS]:
+                del self._directories[old]
+        if len(self._directories) < DIRECTORIES_KEPT:
+            self._directories[(parent.readonly().to_string(), name)] = (now, child)
+
+    def _forget_directories(self) -> None:
+        """Forget every directory cap looked up (a directory was unlinked)."""
+        self._directories.clear()
 
     async def change(self, node: DirectoryNode,
                      change: Callable[[Children, bool], tuple[Any, Any]]) -> Any:
@@ -120,6 +154,7 @@ class AccountStore:
             except S3Error as error:
                 return None, _Failed(error)
         key = node.cap.readonly().to_string()
+        self._generations[key] = self._generations.get(key, 0) + 1
         self._listings.pop(key, None)
         try:
             result = await node.change(guarded)
@@ -134,16 +169,14 @@ class AccountStore:
 
         :raises S3Error: ``NoSuchBucket``.
         """
-        now = self.services.clock.seconds()
-        known = self._buckets.get(name)
-        if known is not None and now - known[0] < BUCKET_CACHE_SECONDS:
-            return self.node(known[1])
+        known = self._known_directory(self.root, name, writable=True)
+        if known is not None:
+            return self.node(known)
         # opened by its write cap, so that changes are possible and coalesce per directory
         entry = (await self.node(self.root).list()).get(name) if name else None
         if entry is None or not entry.child.is_directory:
-            self._buckets.pop(name, None)
             raise S3Error("NoSuchBucket", BucketName=name)
-        self._buckets[name] = (now, entry.child.cap)  # type: ignore[assignment]
+        self._remember_directory(self.root, name, entry.child.cap)  # type: ignore[arg-type]
         return self.node(entry.child.cap)  # type: ignore[arg-type]
 
     # -- buckets
@@ -213,7 +246,7 @@ class AccountStore:
             if existing is None or existing.child.cap != cap:
                 return None, None
             return delete_child(table, name, first_time=first)[0], None
-        self._buckets.pop(name, None)
+        self._forget_directories()
         await self.change(root, unlink)
 
     async def _holds_anything(self, node: DirectoryNode) -> bool:
@@ -241,24 +274,20 @@ class AccountStore:
         :raises S3Error: ``NoSuchBucket``, ``NoSuchKey``, or a key error (:mod:`.keys`).
         """
         dirs, leaf, folder = split_key(key)
-        node = await self.bucket(bucket)
-        table = await read_children(node)
-        names = dirs[:-1] if folder else dirs
-        for name in names:
-            entry = table.get(name)
-            if entry is None or not entry.child.is_directory:
-                raise S3Error("NoSuchKey", Key=key)
-            table = await read_children(self.node(entry.child.cap))  # type: ignore[arg-type]
-        entry = table.get(dirs[-1] if folder else leaf)
-        if entry is None:
+        cap = (await self.bucket(bucket)).cap
+        for name in dirs[:-1] if folder else dirs:
+            child = self._known_directory(cap, name, writable=False)
+            if child is None:
+                light = (await self.listing(cap, sorted_entries)).find(name)
+                if light is None or not light[2]:
+                    raise S3Error("NoSuchKey", Key=key)
+                child = full_entry(light).child.cap  # type: ignore[assignment]
+                self._remember_directory(cap, name, child)  # type: ignore[arg-type]
+            cap = child  # type: ignore[assignment]
+        light = (await self.listing(cap, sorted_entries)).find(dirs[-1] if folder else leaf)
+        if light is None or light[2] != folder or (folder and not light_is_folder(light)):
             raise S3Error("NoSuchKey", Key=key)
-        if folder:
-            if not is_folder_marker(entry):
-                raise S3Error("NoSuchKey", Key=key)
-            return object_info(key, entry, folder=True)
-        if not entry.child.is_file:
-            raise S3Error("NoSuchKey", Key=key)
-        return object_info(key, entry)
+        return object_info(key, full_entry(light), folder=folder)
 
     async def directory_for(self, bucket: str, dirs: list[str], key: str) -> DirectoryNode:
         """The directory ``dirs`` of ``bucket``, made (with its parents) where missing.
@@ -271,10 +300,14 @@ class AccountStore:
         return node
 
     async def _subdirectory(self, parent: DirectoryNode, name: str, key: str) -> DirectoryNode:
+        known = self._known_directory(parent.cap, name, writable=True)
+        if known is not None:
+            return self.node(known)
         entry = (await parent.list()).get(name)
         if entry is not None:
             if not entry.child.is_directory:
                 raise _conflict(key, f"'{name}' is an object, not a directory")
+            self._remember_directory(parent.cap, name, entry.child.cap)  # type: ignore[arg-type]
             return self.node(entry.child.cap)  # type: ignore[arg-type]
         return self.node(await self._make_directory(parent, name, key))
 
@@ -293,6 +326,7 @@ class AccountStore:
             self._making[slot] = waiters
         try:
             cap = await self._link_new_directory(parent, name, key, folder)
+            self._remember_directory(parent.cap, name, cap)
         except BaseException as error:
             for d in waiters:
                 d.errback(error)
@@ -363,10 +397,13 @@ class AccountStore:
         node = await self.bucket(bucket)
         names = dirs[:-1] if folder else dirs
         for name in names:
-            entry = (await node.list()).get(name)
-            if entry is None or not entry.child.is_directory:
-                return
-            node = self.node(entry.child.cap)  # type: ignore[arg-type]
+            known = self._known_directory(node.cap, name, writable=True)
+            if known is None:
+                entry = (await node.list()).get(name)
+                if entry is None or not entry.child.is_directory:
+                    return
+                known = entry.child.cap  # type: ignore[assignment]
+            node = self.node(known)  # type: ignore[arg-type]
         if folder:
             await self._delete_folder(node, dirs[-1])
             return
@@ -392,6 +429,7 @@ class AccountStore:
                     or not is_folder_marker(existing):
                 return None, None
             if empty:
+                self._forget_directories()
                 return delete_child(table, name, first_time=first)[0], None
             metadata = dict(existing.metadata)
             del metadata[S3_KEY]
