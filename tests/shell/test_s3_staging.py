@@ -64,3 +64,26 @@ def test_remove_older_than(tmp_path: Path) -> None:
     assert staging.remove_older_than(200.0) == 1
     assert [upload for upload, _ in staging.uploads()] == [new]
     assert not (tmp_path / old).exists()
+
+
+def test_cleanup_timer(tmp_path: Path) -> None:
+    """The gateway removes uploads older than ``multipart.max_age`` at its start and every
+    hour after (driven by a task Clock)."""
+    from twisted.internet.defer import Deferred
+    from twisted.internet.task import Clock
+
+    from tahoe.s3.service import CLEANUP_PERIOD, S3Gateway
+    clock = Clock()
+    clock.advance(10_000)
+    gateway = S3Gateway(str(tmp_path / "accounts"), None, clock, "us-east-1", str(tmp_path),
+                        multipart_max_age=600)
+    staging = gateway.uploads
+    old = staging.create({"account": "AK", "bucket": "b", "key": "k", "initiated": 9_000.0})
+    fresh = staging.create({"account": "AK", "bucket": "b", "key": "k", "initiated": 9_900.0})
+    gateway.start_cleanup()
+    assert [upload for upload, _ in staging.uploads()] == [fresh]
+    assert not (tmp_path / "private" / "s3-multipart" / old).exists()
+    clock.advance(CLEANUP_PERIOD)
+    assert staging.uploads() == []
+    stopped = Deferred.fromCoroutine(gateway.stop())
+    assert stopped.called and not clock.getDelayedCalls()
