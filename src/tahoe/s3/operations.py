@@ -22,6 +22,8 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import unquote
 
+from twisted.internet.defer import DeferredSemaphore
+
 from ..caps.immutable import CHKReadCap, LiteralCap
 from ..client.uploadable import BytesUploadable, FileUploadable
 from . import xmlio
@@ -41,6 +43,8 @@ MAX_METADATA = 2048
 MAX_PUT_SIZE = 5 * 1024 ** 3
 #: The most keys one DeleteObjects names.
 MAX_KEYS = 1000
+#: Deletes of one DeleteObjects under way at once.
+DELETES_AT_ONCE = 64
 _RESPONSE_OVERRIDES = {"response-content-type": "Content-Type",
                        "response-content-language": "Content-Language",
                        "response-expires": "Expires",
@@ -324,22 +328,30 @@ async def delete_object(context: Context) -> Answer:
 
 
 async def delete_objects(context: Context) -> Answer:
-    """POST /BUCKET?delete: several keys; each outcome reported (only errors when quiet)."""
+    """POST /BUCKET?delete: several keys; each outcome reported, in the order asked (only
+    errors when quiet). The deletes run together (at most :data:`DELETES_AT_ONCE` at a
+    time), so that those in one directory are coalesced into a few directory writes."""
     body = await context.payload.small()
     keys, quiet = xmlio.parse_delete(body)
     if len(keys) > MAX_KEYS:
         raise S3Error("MalformedXML", f"A Delete request names at most {MAX_KEYS} keys.")
     store = _store(context)
     await store.bucket(context.bucket)
-    deleted: list[str] = []
-    errors: list[tuple[str, str, str]] = []
-    for key, _version in keys:
+    limit = DeferredSemaphore(DELETES_AT_ONCE)
+
+    async def delete(key: str) -> S3Error | None:
+        await limit.acquire()
         try:
             await store.delete(context.bucket, key)
         except S3Error as error:
-            errors.append((key, error.code, error.message))
-        else:
-            deleted.append(key)
+            return error
+        finally:
+            limit.release()
+        return None
+    outcomes = await gather(*(delete(key) for key, _version in keys))
+    deleted = [key for (key, _), error in zip(keys, outcomes) if error is None]
+    errors = [(key, error.code, error.message) for (key, _), error in zip(keys, outcomes)
+              if error is not None]
     return Answer(body=xmlio.delete_result([] if quiet else deleted, errors),
                   headers={"Content-Type": "application/xml"})
 
