@@ -614,7 +614,9 @@ def test_header_section_limit(s3_node: S3Node, s3: Any) -> None:
 
 
 def test_virtual_host_style(s3_node: S3Node, s3: Any) -> None:
-    """A Host naming the bucket (``BUCKET.localhost``) addresses that bucket."""
+    """A Host naming the bucket addresses that bucket: ``BUCKET.localhost``, or
+    ``BUCKET.DOMAIN`` when the account has that bucket (or creates it); a gateway reached by
+    a DNS name is still addressed path style."""
     s3.create_bucket(Bucket="vhost")
     port = s3_node.endpoint.rsplit(":", 1)[1].rstrip("/")
     base = f"http://vhost.localhost:{port}"
@@ -623,3 +625,13 @@ def test_virtual_host_style(s3_node: S3Node, s3: Any) -> None:
     assert _signed(s3_node, "GET", base + "/v/k") == (200, b"virtual")
     status, body = _signed(s3_node, "GET", base + "/?list-type=2")
     assert status == 200 and b"<Key>v/k</Key>" in body
+    # another domain: the first label is the bucket when the account has that bucket
+    assert _signed(s3_node, "PUT", f"http://vhost2.s3.example.test:{port}/")[0] == 200
+    assert _signed(s3_node, "GET", f"http://vhost.s3.example.test:{port}/v/k") \
+        == (200, b"virtual")
+    # ... and a gateway reached by a DNS name, path style, still works
+    named = f"http://gateway.example.test:{port}"
+    assert _signed(s3_node, "PUT", named + "/vhost2/p", b"path")[0] == 200
+    assert s3.get_object(Bucket="vhost2", Key="p")["Body"].read() == b"path"
+    status, body = _signed(s3_node, "GET", named + "/")
+    assert status == 200 and b"<Name>vhost2</Name>" in body

@@ -4,9 +4,9 @@ One leaf :class:`S3Resource` (twisted.web) takes every request:
 
 1. a request id (``x-amz-request-id``, ``x-amz-id-2``) for the answer and the log;
 2. the bucket and key from the path (path style, ``/BUCKET/KEY``), or the bucket
-   from the ``Host`` (virtual-host style, ``BUCKET.HOST``: a host name that is not
-   an IP address, ``localhost`` or the gateway's own host, ``BUCKET.localhost``
-   included);
+   from the ``Host`` (virtual-host style: ``BUCKET.localhost`` or ``BUCKET.`` and
+   the gateway's own host; and ``NAME.DOMAIN`` when the account has a bucket
+   ``NAME``, so that a gateway reached by a DNS name path style still works);
 3. Signature Version 4 (:mod:`.sigv4`), or version 2 (:mod:`.sigv2`, legacy, for
    the presigned URLs tools make by default): the access key's account, the
    signature, the clock skew or the presigned URL's expiry;
@@ -221,6 +221,8 @@ class Context:
         self.key = key
         #: The bucket the Host named (virtual-host style), or None (path style).
         self.virtual_bucket: str | None = None
+        #: A bucket the Host may name (its first label), to be decided by the gateway.
+        self.host_bucket: str | None = None
         #: Filled in by the gateway once the signature is checked.
         self.account: Any = None
         self.store: Any = None
@@ -231,6 +233,14 @@ class Context:
         self.signing_key: bytes = b""
         self.payload_hash = "UNSIGNED-PAYLOAD"
         self.payload = Payload(request.content, self)  # type: ignore[arg-type]
+
+    def use_host_bucket(self, bucket: str) -> None:
+        """Address the request virtual-host style: ``bucket`` from the Host, the whole
+        path the key."""
+        self.virtual_bucket, self.host_bucket = bucket, None
+        self.bucket = bucket
+        whole = _split_path("/" + bucket + self.raw_path)[1] if self.raw_path != "/" else ""
+        self.key = whole
 
     def header(self, name: str, default: str | None = None) -> str | None:
         """One request header by lower-case name."""
@@ -274,20 +284,26 @@ def _headers(request: server.Request) -> dict[str, str]:
     return {name: ",".join(values) for name, values in found.items()}
 
 
-def _bucket_from_host(host: str, own_hosts: frozenset[str]) -> str | None:
-    """The bucket a virtual-host-style ``Host`` names, or None for path style."""
+def _bucket_from_host(host: str, own_hosts: frozenset[str]) -> tuple[str | None, bool]:
+    """The bucket a virtual-host-style ``Host`` may name, and whether it surely does.
+
+    ``BUCKET.localhost`` and ``BUCKET.`` + the gateway's own host name one surely; an IP
+    address, ``localhost`` or a name without a dot none; the first label of another
+    name (``photos.s3.example.org``, but also ``s3.example.org`` reached path style)
+    maybe: the gateway decides once the account is known (:meth:`Context.use_host_bucket`).
+    """
     name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
     name = name.lower().rstrip(".")
     if not name or _IP_HOST.match(name) or name == "localhost" or name in own_hosts:
-        return None
+        return None, False
     if name.endswith(".localhost"):
-        return name[:-len(".localhost")]
+        return name[:-len(".localhost")], True
     for own in own_hosts:
         if name.endswith("." + own):
-            return name[:-len(own) - 1]
+            return name[:-len(own) - 1], True
     if "." not in name:
-        return None
-    return name.split(".", 1)[0]
+        return None, False
+    return name.split(".", 1)[0], False
 
 
 def _split_path(path: str) -> tuple[str, str]:
@@ -375,15 +391,14 @@ class S3Resource(resource.Resource):
         query = {}
         for name, value in parse_qsl(raw_query, keep_blank_values=True):
             query.setdefault(name, value)
-        virtual = _bucket_from_host(headers.get("host", ""), self.own_hosts)
-        if virtual is not None:
-            bucket = virtual
-            key = _split_path("/" + virtual + raw_path)[1] if raw_path != "/" else ""
-        else:
-            bucket, key = _split_path(raw_path)
+        bucket, key = _split_path(raw_path)
         context = Context(request, request_id, request.method.decode("latin-1"), raw_path,
                           raw_query, headers, query, bucket, key)
-        context.virtual_bucket = virtual
+        virtual, certain = _bucket_from_host(headers.get("host", ""), self.own_hosts)
+        if virtual is not None and certain:
+            context.use_host_bucket(virtual)
+        else:
+            context.host_bucket = virtual
         return context
 
     async def _answer(self, request: server.Request, request_id: str) -> None:

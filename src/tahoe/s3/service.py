@@ -159,10 +159,19 @@ class S3Gateway:
         account = self._account(signed.credential.access_key)
         if account is None:
             raise S3Error("InvalidAccessKeyId", AWSAccessKeyId=signed.credential.access_key)
-        context.signing_key = sigv4.verify_request(
-            signed, account.secret, context.method, context.raw_path, context.raw_query,
-            context.headers, now=self.clock.seconds(), region=self.region,
-            virtual_host_bucket=context.virtual_bucket)
+        def verify(virtual_host_bucket: str | None) -> bytes:
+            return sigv4.verify_request(
+                signed, account.secret, context.method, context.raw_path, context.raw_query,
+                context.headers, now=self.clock.seconds(), region=self.region,
+                virtual_host_bucket=virtual_host_bucket)
+        try:
+            context.signing_key = verify(context.virtual_bucket)
+        except S3Error as error:
+            # Version 2 signs a virtual-host bucket: the Host's first label may be one
+            if error.code != "SignatureDoesNotMatch" or context.host_bucket is None:
+                raise
+            context.signing_key = verify(context.host_bucket)
+            context.use_host_bucket(context.host_bucket)
         context.signed = signed
         context.payload_hash = signed.payload_hash
         context.account = account
@@ -170,6 +179,11 @@ class S3Gateway:
         context.services = self.services
         context.gateway_region = self.region
         context.gateway = self
+        candidate = context.host_bucket
+        if candidate is not None and (
+                (context.method == "PUT" and not context.bucket)  # CreateBucket
+                or await context.store.has_bucket(candidate)):
+            context.use_host_bucket(candidate)
         if context.method in ("PUT", "POST"):
             self.services.expect_use()  # new mutable directories will need RSA keys
 

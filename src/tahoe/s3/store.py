@@ -89,6 +89,8 @@ class AccountStore:
         #: (parent's read cap, name) -> (when looked up, the child directory's cap), see
         #: :data:`PATH_CACHE_SECONDS`; the root's children are the buckets.
         self._directories: dict[tuple[str, str], tuple[float, DirectoryCap]] = {}
+        #: Names found to be no bucket, and when (see :meth:`has_bucket`).
+        self._not_buckets: dict[str, float] = {}
         #: Read cap -> (when read, what a listing made of it), see :meth:`listing`.
         self._listings: dict[str, tuple[float, Any]] = {}
         #: Read cap -> how many changes through this store began: a read that a change
@@ -179,6 +181,21 @@ class AccountStore:
         self._remember_directory(self.root, name, entry.child.cap)  # type: ignore[arg-type]
         return self.node(entry.child.cap)  # type: ignore[arg-type]
 
+    async def has_bucket(self, name: str) -> bool:
+        """Whether the account has a bucket ``name`` (an answer kept
+        :data:`PATH_CACHE_SECONDS`, a "no" forgotten when a bucket is made)."""
+        now = self.services.clock.seconds()
+        if now - self._not_buckets.get(name, -PATH_CACHE_SECONDS) < PATH_CACHE_SECONDS:
+            return False
+        try:
+            await self.bucket(name)
+        except S3Error:
+            if len(self._not_buckets) >= DIRECTORIES_KEPT:
+                self._not_buckets.clear()
+            self._not_buckets[name] = now
+            return False
+        return True
+
     # -- buckets
 
     async def list_buckets(self) -> list[tuple[str, float]]:
@@ -206,6 +223,7 @@ class AccountStore:
             ``BucketAlreadyExists`` when a file of that name is in the root.
         """
         check_bucket_name(name)
+        self._not_buckets.clear()
         root = self.node(self.root)
         if name in await read_children(root):
             raise self._exists(name, (await read_children(root))[name])
