@@ -29,6 +29,7 @@ flat for any size.
 from __future__ import annotations
 
 import email.utils
+import io
 import os
 import re
 import secrets
@@ -54,6 +55,9 @@ __all__ = ["Answer", "Context", "Payload", "S3Resource", "S3Site", "censor", "ht
 MAX_XML_BODY = 2 * 1024 * 1024
 #: S3's limit on the header section of a request, in bytes.
 MAX_HEADER_SECTION = 8 * 1024
+#: The largest request body kept: S3's 5 GiB object or part, with room for the chunk
+#: headers of an aws-chunked body (1 % more).
+MAX_BODY = 5 * 1024 ** 3 * 101 // 100
 #: The most bytes of request line and headers read before the connection is refused
 #: (beyond this, Twisted's bare 400, without S3's XML).
 READ_HEADER_SECTION = 64 * 1024
@@ -265,11 +269,15 @@ class Context:
         return self.account.access_key, self.account.access_key
 
 
-def _check_header_section(request: server.Request) -> None:
-    """S3's limit on a request's headers (8 KiB).
+def _check_sizes(request: server.Request) -> None:
+    """S3's limits on a request's headers (8 KiB) and body (:data:`MAX_BODY`).
 
-    :raises S3Error: ``RequestHeaderSectionTooLarge``.
+    :raises S3Error: ``RequestHeaderSectionTooLarge``, ``EntityTooLarge``.
     """
+    too_large = getattr(request, "too_large", None)
+    if too_large is not None:
+        raise S3Error("EntityTooLarge", ProposedSize=str(too_large),
+                      MaxSizeAllowed=str(MAX_BODY))
     size = sum(len(name) + 4 + len(value) for name, values
                in request.requestHeaders.getAllRawHeaders() for value in values)
     if size > MAX_HEADER_SECTION:
@@ -404,7 +412,7 @@ class S3Resource(resource.Resource):
     async def _answer(self, request: server.Request, request_id: str) -> None:
         context: Context | None = None
         try:
-            _check_header_section(request)
+            _check_sizes(request)
             context = self._context(request, request_id)
             await self.gateway.authenticate(context)
             operation = self.gateway.route(context)
@@ -483,6 +491,34 @@ class S3Resource(resource.Resource):
             request.finish()
 
 
+class S3Request(server.Request):
+    """A request whose body is kept (in Twisted's spool) only up to :data:`MAX_BODY`
+    bytes: past that, the rest is read and dropped, and the request is refused with
+    ``EntityTooLarge`` instead of filling the disk."""
+
+    #: The most bytes of a body kept.
+    max_body = MAX_BODY
+    #: The body's length when it is over :attr:`max_body` (declared or counted).
+    too_large: int | None = None
+    _body_bytes = 0
+
+    def gotLength(self, length: int | None) -> None:  # noqa: N802 (Twisted)
+        """Spool as Twisted does, unless the declared length is too large."""
+        if length is not None and length > self.max_body:
+            self.too_large = length
+            self.content = io.BytesIO()
+            return
+        super().gotLength(length)
+
+    def handleContentChunk(self, data: bytes) -> None:  # noqa: N802 (Twisted)
+        """Keep the chunk, unless the body grew past :attr:`max_body`."""
+        self._body_bytes += len(data)
+        if self.too_large is not None or self._body_bytes > self.max_body:
+            self.too_large = max(self.too_large or 0, self._body_bytes)
+            return
+        super().handleContentChunk(data)
+
+
 class _Channel(http.HTTPChannel):
     """HTTP/1.1 taking header sections up to :data:`READ_HEADER_SECTION` bytes, so that
     one over S3's limit gets S3's error (Twisted's own limit, 16 KiB, answers a bare 400)."""
@@ -494,6 +530,7 @@ class S3Site(server.Site):
     """The gateway's site: no tracebacks, a censored access log."""
 
     protocol = _Channel
+    requestFactory = S3Request
 
     def __init__(self, root: S3Resource) -> None:
         super().__init__(root, logFormatter=censored_log_line)
