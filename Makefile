@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-faults screenshots interop-env system-packages bench bench-compare bench-core bench-profile bench-backup bench-storage run clean
+.PHONY: test test-faults screenshots interop-env system-packages bench bench-compare bench-core bench-profile bench-backup bench-storage bench-s3 run clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -62,6 +62,10 @@ bench-backup: $(STAMP) interop-env
 ## bench-storage: a storage node on 10k/100k/1M shares (half expired): rebuild + GC, indexed GC, lookups, Tahoe's crawler (as root: on a loop-mounted ext4)
 bench-storage: $(STAMP) interop-env
 	$(BIN)/python misc/bench/bench_storage.py --json bench-storage.json
+
+## bench-s3: the S3 gateway beside the web API: 1 kB PutObject/GetObject (boto3), 100 MB by aws s3 cp, ListObjectsV2 of 10,000 keys, restic backup of 2,000 files (200 MB); SeaweedFS (weed server -s3) on the same workloads when ~/.cache/seaweedfs/bin/weed is built
+bench-s3: $(STAMP) system-packages
+	$(BIN)/python misc/bench/bench_s3.py --json bench-s3.json
 
 ## bench: the grid benchmark on our nodes (10 servers, 3-of-10): table on stdout, bench-grid.{json,png,md}
 bench: $(STAMP)
