@@ -225,8 +225,9 @@ class AccountStore:
         check_bucket_name(name)
         self._not_buckets.clear()
         root = self.node(self.root)
-        if name in await read_children(root):
-            raise self._exists(name, (await read_children(root))[name])
+        existing = (await read_children(root)).get(name)
+        if existing is not None:
+            raise self._exists(name, existing)
         cap = await self.services.directories.create()
         child = child_from_caps(cap.to_string(), cap.readonly().to_string())
 
@@ -254,7 +255,7 @@ class AccountStore:
             ignored).
         """
         bucket = await self.bucket(name)
-        if await self._holds_anything(bucket):
+        if await self.has_keys(bucket.cap):
             raise S3Error("BucketNotEmpty", BucketName=name)
         root = self.node(self.root)
         cap = bucket.cap
@@ -267,22 +268,22 @@ class AccountStore:
         self._forget_directories()
         await self.change(root, unlink)
 
-    async def _holds_anything(self, node: DirectoryNode) -> bool:
-        """Whether a directory holds an object (a file or a folder marker) at any depth."""
-        table = await read_children(node)
+    async def has_keys(self, cap: DirectoryCap) -> bool:
+        """Whether the directory ``cap`` holds an object (a file or a folder marker) at any
+        depth: an empty directory left by deletes holds none. Read as listings read (kept
+        for :data:`LISTING_CACHE_SECONDS`, so a client that goes on to list the directory
+        does not cost a second read); a directory's files are seen before its
+        subdirectories are read."""
+        directory = await self.listing(cap, sorted_entries)
         subdirectories = []
-        for entry in table.values():
-            if not entry.child.is_directory or is_folder_marker(entry):
+        for light in directory.entries:
+            if not light[2] or light_is_folder(light):
                 return True
-            subdirectories.append(entry.child.cap)
-        for cap in subdirectories:
-            if await self._holds_anything(self.node(cap)):  # type: ignore[arg-type]
+            subdirectories.append(light)
+        for light in subdirectories:
+            if await self.has_keys(full_entry(light).child.cap):  # type: ignore[arg-type]
                 return True
         return False
-
-    async def has_keys(self, cap: DirectoryCap) -> bool:
-        """Whether the directory ``cap`` holds any object at any depth."""
-        return await self._holds_anything(self.node(cap))
 
     # -- objects
 
