@@ -59,6 +59,9 @@ class ListPage:
 
 
 class _Walk:
+    """One listing's walk: what it wants (prefix, delimiter, start key) and the common
+    prefix it gave last (each is given once)."""
+
     def __init__(self, store: AccountStore, prefix: str, delimiter: str, start: str) -> None:
         self.store = store
         self.prefix = prefix
@@ -92,6 +95,7 @@ class _Walk:
 
     async def entries(self, cap: Any, base: str
                       ) -> AsyncIterator[tuple[str, ObjectInfo | None]]:
+        """The wanted keys and common prefixes at and below directory ``base``, in order."""
         directory = await self.store.listing(cap, sorted_entries)
         for light in directory.after(self.start, base):
             if not light[2]:
@@ -119,6 +123,7 @@ class _Walk:
 
     async def emit(self, key: str, light: Light, folder: bool
                    ) -> AsyncIterator[tuple[str, ObjectInfo | None]]:
+        """An object's key, or the common prefix it rolls up into (once)."""
         common = self.rolled_up(key)
         if common is None:
             yield key, light_info(key, light, folder)

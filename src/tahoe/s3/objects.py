@@ -252,6 +252,7 @@ def light_info(key: str, light: Light, folder: bool) -> ObjectInfo:
 
 
 def light_is_folder(light: Light) -> bool:
+    """Whether a light entry is a folder marker (its metadata parsed only if it may be)."""
     if not light[2] or S3_KEY.encode() not in light[4]:
         return False
     s3 = full_entry(light).metadata.get(S3_KEY)
