@@ -126,7 +126,7 @@ def _root_cap(args: argparse.Namespace, gateway: Gateway) -> str:
 
 
 def _add_account(args: argparse.Namespace, parser: ArgumentParser, stdout: TextIO,
-                 env: Mapping[str, str]) -> int:
+                 stderr: TextIO, env: Mapping[str, str]) -> int:
     if args.command != "add-account":
         parser.fail("a command is required: add-account")
     access_key = args.access_key_id or new_access_key_id()
@@ -149,7 +149,20 @@ def _add_account(args: argparse.Namespace, parser: ArgumentParser, stdout: TextI
         url = ""
     if url:
         write_line(stdout, f"endpoint_url = {url}")
+    elif not _s3_enabled(nodedir):
+        stderr.write("Note: [s3] enabled = true is not set in tahoe.cfg: add it and restart"
+                     " the node to serve S3.\n")
     return 0
+
+
+def _s3_enabled(nodedir: str) -> bool:
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        parser.read(os.path.join(nodedir, "tahoe.cfg"), encoding="utf-8-sig")
+        return parser.get("s3", "enabled", fallback="").strip().lower() in (
+            "true", "yes", "on", "1")
+    except (configparser.Error, UnicodeDecodeError):
+        return False
 
 
 def run(argv: list[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, str]) -> int:
@@ -165,4 +178,4 @@ def run(argv: list[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, str])
     parser.add_argument("--access-key-id", metavar="ID",
                         help="the access key id (letters and digits) [default: a new one]")
     return run_command(parser, argv, stderr,
-                       lambda args: _add_account(args, parser, stdout, env))
+                       lambda args: _add_account(args, parser, stdout, stderr, env))
