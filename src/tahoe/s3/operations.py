@@ -128,6 +128,13 @@ def put_metadata(context: Context) -> dict[str, Any]:
     for name in STORED_HEADERS:
         if name in context.headers:
             s3[name] = context.headers[name]
+    # aws-chunked says how this request's body is framed, not how the object is encoded
+    encodings = [part.strip() for part in s3.get("content-encoding", "").split(",")
+                 if part.strip() and part.strip().lower() != "aws-chunked"]
+    if encodings:
+        s3["content-encoding"] = ",".join(encodings)
+    else:
+        s3.pop("content-encoding", None)
     return s3
 
 
