@@ -29,7 +29,7 @@ CORE_FILES = [
     *(f"invite/{name}.py" for name in ("__init__", "errors", "messages")),
     *(f"stats/{name}.py" for name in ("__init__", "samples", "registry", "cpu", "openmetrics")),
     *(f"s3/{name}.py" for name in ("__init__", "errors", "keys", "sigv4", "sigv2", "chunked",
-                                   "checksums", "xmlio", "accounts")),
+                                   "checksums", "xmlio", "accounts", "objects")),
 ]
 CORE_MODULES = sorted({*(p for pkg in CORE_PACKAGES for p in (SRC / pkg).rglob("*.py")),
                        *(SRC / name for name in CORE_FILES)})
