@@ -381,15 +381,21 @@ class S3Resource(resource.Resource):
         self.own_hosts = own_hosts
 
     def render(self, request: server.Request) -> Any:
-        """Answer asynchronously."""
+        """Answer asynchronously.
+
+        A client that goes away does not cancel its operation: an upload or a directory
+        change cut at an arbitrary point could leave other requests coalesced with it
+        waiting; it runs to its end and its answer is dropped (a download stops at its
+        next chunk).
+        """
         request_id = secrets.token_hex(8).upper()
         request.setHeader(b"x-amz-request-id", request_id.encode("ascii"))
         request.setHeader(b"x-amz-id-2", secrets.token_urlsafe(24).encode("ascii"))
         request.setHeader(b"Server", b"TahoeLAFS-S3")
         d = Deferred.fromCoroutine(self._answer(request, request_id))
-        request.notifyFinish().addErrback(lambda _: d.cancel())
-        d.addErrback(lambda f: None if f.check(CancelledError) else log.err(
-            f, "S3 request failed while answering"))
+        request.notifyFinish().addErrback(lambda _: None)
+        d.addErrback(lambda f: log.msg(
+            f"S3 request {request_id} failed while answering: {f.type.__name__}"))
         return server.NOT_DONE_YET
 
     def _context(self, request: server.Request, request_id: str) -> Context:
