@@ -8,7 +8,10 @@ node directory and port:
   ListParts still shows the two acknowledged parts (and not the cut one),
   and Complete then gives the right bytes and S3's ETag;
 * right after a PutObject and a CompleteMultipartUpload were acknowledged,
-  both objects are there with their bytes.
+  both objects are there with their bytes;
+* while a Complete works (its early 200 sent, the result not yet), there is
+  never a partial object: the upload is still there and a retried Complete
+  makes the whole object (or the object was already whole).
 
 Each kill is a row of the reliability table ("S3 gateway SIGKILLed").
 """
@@ -147,3 +150,54 @@ def test_sigkill_right_after_acknowledged_writes(crashing: Crashing) -> None:
         staging = restarted.basedir / "private" / "s3-multipart"
         assert not staging.exists() or not any(staging.iterdir())
         fault.checked(len(small) + sum(map(len, parts)))
+
+
+def test_sigkill_during_complete_leaves_a_whole_object_or_the_upload(crashing: Crashing
+                                                                      ) -> None:
+    """SIGKILL while CompleteMultipartUpload works (its 200 status line sent, the result
+    not yet): after the restart there is never a partial object. Either the object is
+    whole, or the upload is still there with its parts and a retried Complete makes it
+    whole; the staging ends empty either way."""
+    rng = random.Random(2805)
+    parts = [rng.randbytes(PART), rng.randbytes(PART), rng.randbytes(PART)]
+    node = crashing.node
+    with fault_run(FAULT_CLASS) as fault:
+        s3 = node.client()
+        s3.create_bucket(Bucket="mid-complete")
+        upload_id = s3.create_multipart_upload(Bucket="mid-complete",
+                                               Key="object.bin")["UploadId"]
+        listed = [{"PartNumber": n, "ETag": s3.upload_part(
+            Bucket="mid-complete", Key="object.bin", UploadId=upload_id, PartNumber=n,
+            Body=part)["ETag"]} for n, part in enumerate(parts, start=1)]
+        body = ("<CompleteMultipartUpload>" + "".join(
+            f"<Part><PartNumber>{p['PartNumber']}</PartNumber><ETag>{p['ETag']}</ETag></Part>"
+            for p in listed) + "</CompleteMultipartUpload>").encode()
+        quoted = urllib.parse.quote(upload_id, safe="")
+        complete = sign(Keys(node.access_key, node.secret_key, node.region), node.endpoint,
+                        "POST", "/mid-complete/object.bin", query=f"uploadId={quoted}",
+                        body=body)
+        split = urllib.parse.urlsplit(node.endpoint)
+        with socket.create_connection((split.hostname, split.port), timeout=60) as sock:
+            sock.sendall(complete.wire())
+            answered = b""
+            while b"\r\n" not in answered:
+                chunk = sock.recv(4096)
+                assert chunk, "the gateway closed the connection without an answer"
+                answered += chunk
+            assert answered.startswith(b"HTTP/1.1 200"), answered[:200]
+            restarted = crashing.kill_and_restart()
+        s3 = restarted.client()
+        uploads = s3.list_multipart_uploads(Bucket="mid-complete").get("Uploads", [])
+        if uploads:
+            assert [u["UploadId"] for u in uploads] == [upload_id]
+            assert "Contents" not in s3.list_objects_v2(Bucket="mid-complete")
+            s3.complete_multipart_upload(Bucket="mid-complete", Key="object.bin",
+                                         UploadId=upload_id,
+                                         MultipartUpload={"Parts": listed})
+        whole = s3.get_object(Bucket="mid-complete", Key="object.bin")
+        assert whole["ETag"] == multipart_etag(parts)
+        assert whole["Body"].read() == b"".join(parts)
+        assert s3.list_multipart_uploads(Bucket="mid-complete").get("Uploads", []) == []
+        staging = restarted.basedir / "private" / "s3-multipart"
+        assert not staging.exists() or not any(staging.iterdir())
+        fault.checked(sum(map(len, parts)))
