@@ -46,7 +46,7 @@ from twisted.web import http, resource, server
 from ..web.rendering import StreamPausing
 
 from . import xmlio
-from .errors import S3Error
+from .errors import ERRORS, S3Error
 
 __all__ = ["Answer", "Context", "Payload", "S3Resource", "S3Site", "censor", "http_date",
            "MAX_XML_BODY"]
@@ -526,10 +526,35 @@ class S3Request(server.Request):
 
 
 class _Channel(http.HTTPChannel):
-    """HTTP/1.1 taking header sections up to :data:`READ_HEADER_SECTION` bytes, so that
-    one over S3's limit gets S3's error (Twisted's own limit, 16 KiB, answers a bare 400)."""
+    """HTTP/1.1 where a header section over S3's limit gets S3's error: up to
+    :data:`READ_HEADER_SECTION` bytes the request is read and refused by
+    :func:`_check_sizes`; past that, the connection is answered here, in S3's XML,
+    and closed (Twisted's own limit, 16 KiB, answered a bare 400)."""
 
-    totalHeadersSize = READ_HEADER_SECTION
+    totalHeadersSize = 2 * READ_HEADER_SECTION  # not reached: see lineReceived
+    _header_bytes = 0
+
+    def lineReceived(self, line: bytes) -> None:  # noqa: N802 (Twisted)
+        """Count the header section's bytes; refuse it past :data:`READ_HEADER_SECTION`."""
+        self._header_bytes += len(line) + 2
+        if self._header_bytes > READ_HEADER_SECTION:
+            self._refuse_header_section()
+            return
+        if not line:
+            self._header_bytes = 0  # the end of this request's headers
+        super().lineReceived(line)
+
+    def _refuse_header_section(self) -> None:
+        self.lineReceived = self.dataReceived = lambda *args: None  # type: ignore[method-assign]
+        request_id = secrets.token_hex(8).upper()
+        body = xmlio.error_body("RequestHeaderSectionTooLarge", ERRORS[
+            "RequestHeaderSectionTooLarge"][1], {"MaxSizeAllowed": str(MAX_HEADER_SECTION)},
+            request_id=request_id)
+        self.transport.write(b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/xml\r\n"
+                             b"Content-Length: %d\r\nx-amz-request-id: %s\r\n"
+                             b"Connection: close\r\n\r\n%s"
+                             % (len(body), request_id.encode("ascii"), body))
+        self.loseConnection()
 
 
 class S3Site(server.Site):
