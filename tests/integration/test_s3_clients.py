@@ -119,11 +119,13 @@ def aws_json(node: S3Node, env: dict[str, str], cwd: Path, *args: str | Path) ->
     return json.loads(aws(node, env, cwd, "s3api", *args, "--output", "json").stdout or "{}")
 
 
-def doc_tree(root: Path, seed: int, big_files: int = 0, budget: int = 250_000) -> int:
+def doc_tree(root: Path, seed: int, big_files: int = 0, budget: int = 250_000,
+             flat_files: int = 0) -> int:
     """A tree of files copied from ``/usr/share/doc`` (regular files only, about
     ``budget`` bytes), with duplicates under odd names (spaces, quotes, accents in NFC,
-    ``+``, ``=``, ``&``, a leading dash), an empty file, a directory 9 deep, and
-    ``big_files`` files of 12 MB (random, seeded); returns the bytes written."""
+    ``+``, ``=``, ``&``, a leading dash), an empty file, a directory 9 deep,
+    ``big_files`` files of 12 MB (random, seeded) and ``flat_files`` small files in one
+    directory; returns the bytes written."""
     rng = random.Random(seed)
     written = 0
     copied: list[Path] = []
@@ -157,6 +159,11 @@ def doc_tree(root: Path, seed: int, big_files: int = 0, budget: int = 250_000) -
         shutil.copyfile(copied[n * 7 % len(copied)], target)
         written += target.stat().st_size
     (root / "empty").write_bytes(b"")
+    for n in range(flat_files):
+        target = root / "flat" / f"f{n:03d}"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(f"flat file {n}\n".encode())
+        written += target.stat().st_size
     for n in range(big_files):
         target = root / "big" / f"big {n}.bin"
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -182,7 +189,7 @@ def tahoe(node: S3Node, *args: str | Path) -> str:
 
 
 def test_aws_cli_objects_metadata_and_presign(node: S3Node, tmp_path: Path) -> None:
-    """aws s3 mb/cp/ls/rm and s3api put/head/get-object with metadata, list-objects-v2
+    """aws s3 mb/cp/ls/rm/rb (BucketNotEmpty, then --force) and s3api put/head/get-object with metadata, list-objects-v2
     with a delimiter, and URLs from ``aws s3 presign`` (Signature V4, and V2 as the CLI
     makes them by default) fetched with urllib; a V2 URL for another key is refused."""
     env = client_env(node, tmp_path / "home")
@@ -243,15 +250,20 @@ def test_aws_cli_objects_metadata_and_presign(node: S3Node, tmp_path: Path) -> N
     assert "404" in gone.stderr
     after = aws_json(node, env, tmp_path, "list-objects-v2", "--bucket", "cli-objects")
     assert [o["Key"] for o in after["Contents"]] == ["meta/doc.json"]
+    full = aws(node, env, tmp_path, "s3", "rb", "s3://cli-objects", expect=1)
+    assert "BucketNotEmpty" in full.stderr
+    aws(node, env, tmp_path, "s3", "rb", "--force", "s3://cli-objects")
+    assert "cli-objects" not in tahoe(node, "ls", node.root).split()
 
 
 def test_aws_cli_recursive_copy_and_sync_with_multipart(node: S3Node, tmp_path: Path) -> None:
-    """aws s3 cp --recursive of a tree (10 threads; two 12 MB files in 5 MB parts), sync
-    back down to an equal tree, a second sync up sends nothing, a changed file is the
-    only one sent; multipart ETags are S3's; rm --recursive removes a subtree."""
+    """aws s3 cp --recursive of a tree (10 threads; two 12 MB files in 5 MB parts; 100
+    files at once into one directory), sync back down to an equal tree, a second sync up
+    sends nothing, a changed file is the only one sent; multipart ETags are S3's; rm
+    --recursive removes a subtree."""
     env = client_env(node, tmp_path / "home")
     source = tmp_path / "tree"
-    doc_tree(source, seed=28, big_files=2)
+    doc_tree(source, seed=28, big_files=2, flat_files=100)
     aws(node, env, tmp_path, "s3", "mb", "s3://cli-tree")
     copied = aws(node, env, tmp_path, "s3", "cp", "--recursive", "tree", "s3://cli-tree/up")
     files = [p for p in source.rglob("*") if p.is_file()]
