@@ -300,6 +300,62 @@ def test_keys_a_tree_cannot_hold(node: S3Node, key: str, code: str) -> None:
     assert_nothing_written(node)
 
 
+def test_encoded_slashes_bucket_names_and_copy_sources(node: S3Node) -> None:
+    """``%2F`` in the path is a ``/`` of the key, so ``a%2F..%2F..%2Fescape`` is a key with
+    ``..`` segments: InvalidArgument; bucket names ``..``, ``Upper`` and ``a``:
+    InvalidBucketName; a copy source with a ``..`` segment, or naming a bucket the account
+    does not have: refused (InvalidArgument, NoSuchBucket), the target not written."""
+    keys, endpoint = keys_of(node), node.endpoint
+    # S3's canonical path is the decoded path encoded once: the same for both spellings
+    signed = sign(keys, endpoint, "PUT", f"/{BUCKET}/a/../../escape", body=b"escape")
+    encoded = signed.replace(target=f"/{BUCKET}/a%2F..%2F..%2Fescape")
+    assert_error(send(endpoint, encoded), "InvalidArgument", 400)
+    for name in ("..", "Upper", "a"):
+        assert_error(send(endpoint, sign(keys, endpoint, "PUT", f"/{name}")),
+                     "InvalidBucketName", 400)
+    for source, code, status in ((f"/{BUCKET}/kept/../{KEPT_KEY}", "InvalidArgument", 400),
+                                 (f"/no-such-bucket/{KEPT_KEY}", "NoSuchBucket", 404)):
+        copy = sign(keys, endpoint, "PUT", f"/{BUCKET}/copied.txt",
+                    headers={"x-amz-copy-source": source})
+        assert_error(send(endpoint, copy), code, status)
+    assert_nothing_written(node)
+
+
+def test_another_account_cannot_reach_an_upload(node: S3Node) -> None:
+    """A multipart upload of this account, addressed by its id through another account's
+    bucket of the same name and key: ListParts, UploadPart, Complete and Abort all get
+    NoSuchUpload 404, and the other account's ListMultipartUploads does not show it; the
+    upload is unchanged for its owner, who aborts it."""
+    keys, endpoint = keys_of(node), node.endpoint
+    created = send(endpoint, sign(keys, endpoint, "POST", f"/{BUCKET}/private.bin",
+                                  query="uploads="))
+    upload_id = ElementTree.fromstring(created.body).findtext(f"{_NS}UploadId") or ""
+    quoted = urllib.parse.quote(upload_id, safe="")
+    assert send(endpoint, sign(keys, endpoint, "PUT", f"/{BUCKET}/private.bin",
+                               query=f"partNumber=1&uploadId={quoted}", body=b"mine")
+                ).status == 200
+    added = node.add_account()
+    other = Keys(added["access_key_id"], added["secret_access_key"], node.region)
+    assert send(endpoint, sign(other, endpoint, "PUT", f"/{BUCKET}")).status == 200
+    path, upload = f"/{BUCKET}/private.bin", f"uploadId={quoted}"
+    attempts = [
+        sign(other, endpoint, "GET", path, query=upload),
+        sign(other, endpoint, "PUT", path, query=f"partNumber=2&{upload}", body=b"theirs"),
+        sign(other, endpoint, "POST", path, query=upload,
+             body=b"<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>x</ETag>"
+                  b"</Part></CompleteMultipartUpload>"),
+        sign(other, endpoint, "DELETE", path, query=upload),
+    ]
+    for attempt in attempts:
+        assert_error(send(endpoint, attempt), "NoSuchUpload", 404)
+    theirs = send(endpoint, sign(other, endpoint, "GET", f"/{BUCKET}", query="uploads="))
+    assert theirs.status == 200 and upload_id.encode() not in theirs.body
+    parts = send(endpoint, sign(keys, endpoint, "GET", path, query=upload))
+    assert [e.text for e in ElementTree.fromstring(parts.body).iter(f"{_NS}PartNumber")] == ["1"]
+    assert send(endpoint, sign(keys, endpoint, "DELETE", path, query=upload)).status == 204
+    assert_nothing_written(node)
+
+
 def test_longest_nfc_and_nul_keys_are_stored(node: S3Node) -> None:
     """Controls for the refused keys, stored faithfully and read back under the same name:
     a 1,024-byte key (in segments), a key in NFC, and a key with a NUL (``%00`` in the
