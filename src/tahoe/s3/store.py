@@ -93,8 +93,8 @@ class AccountStore:
         self._not_buckets: dict[str, float] = {}
         #: Read cap -> (when read, what a listing made of it), see :meth:`listing`.
         self._listings: dict[str, tuple[float, Any]] = {}
-        #: Read cap -> how many changes through this store began: a read that a change
-        #: overtook is not kept.
+        #: Read cap -> how many times a change through this store began or ended: a read
+        #: that a change overtook is not kept.
         self._generations: dict[str, int] = {}
 
     # -- helpers
@@ -120,6 +120,12 @@ class AccountStore:
         if len(self._listings) < LISTINGS_KEPT and self._generations.get(key, 0) == generation:
             self._listings[key] = (now, parsed)
         return parsed
+
+    def _forget_listing(self, key: str) -> None:
+        """Drop what was read of directory ``key`` (a read cap), and keep no read begun
+        before now."""
+        self._generations[key] = self._generations.get(key, 0) + 1
+        self._listings.pop(key, None)
 
     def _known_directory(self, parent: DirectoryCap, name: str, writable: bool
                          ) -> DirectoryCap | None:
@@ -156,12 +162,11 @@ class AccountStore:
             except S3Error as error:
                 return None, _Failed(error)
         key = node.cap.readonly().to_string()
-        self._generations[key] = self._generations.get(key, 0) + 1
-        self._listings.pop(key, None)
+        self._forget_listing(key)
         try:
             result = await node.change(guarded)
         finally:
-            self._listings.pop(key, None)
+            self._forget_listing(key)  # a read made meanwhile may have seen the old contents
         if isinstance(result, _Failed):
             raise result.error
         return result
