@@ -321,6 +321,43 @@ def test_encoded_slashes_bucket_names_and_copy_sources(node: S3Node) -> None:
     assert_nothing_written(node)
 
 
+def test_bad_listing_and_part_parameters(node: S3Node) -> None:
+    """ListObjectsV2 with ``max-keys`` not a number or negative, or a continuation token
+    the gateway never gave: InvalidArgument 400; UploadPart numbered 0 or 10,001:
+    InvalidArgument 400 (no part kept); Complete listing parts out of order or one twice:
+    InvalidPartOrder 400, no object made, the upload still there."""
+    keys, endpoint = keys_of(node), node.endpoint
+    for query in ("list-type=2&max-keys=abc", "list-type=2&max-keys=-1",
+                  "list-type=2&continuation-token=bm90LWEtdG9rZW4h"):
+        assert_error(send(endpoint, sign(keys, endpoint, "GET", f"/{BUCKET}", query=query)),
+                     "InvalidArgument", 400)
+    created = send(endpoint, sign(keys, endpoint, "POST", f"/{BUCKET}/ordered.bin",
+                                  query="uploads="))
+    upload = "uploadId=" + urllib.parse.quote(
+        ElementTree.fromstring(created.body).findtext(f"{_NS}UploadId") or "", safe="")
+    path = f"/{BUCKET}/ordered.bin"
+    for number in (0, 10001):
+        assert_error(send(endpoint, sign(keys, endpoint, "PUT", path, body=b"p",
+                                         query=f"partNumber={number}&{upload}")),
+                     "InvalidArgument", 400)
+    etags = []
+    for number in (1, 2):
+        part = send(endpoint, sign(keys, endpoint, "PUT", path, body=b"p" * number,
+                                   query=f"partNumber={number}&{upload}"))
+        etags.append(part.headers["etag"])
+    for order in ((2, 1), (1, 1)):
+        body = ("<CompleteMultipartUpload>" + "".join(
+            f"<Part><PartNumber>{n}</PartNumber><ETag>{etags[n - 1]}</ETag></Part>"
+            for n in order) + "</CompleteMultipartUpload>").encode()
+        answer = send(endpoint, sign(keys, endpoint, "POST", path, query=upload, body=body))
+        assert answer.code == "InvalidPartOrder" and answer.status in (200, 400), answer
+    parts = send(endpoint, sign(keys, endpoint, "GET", path, query=upload))
+    assert [e.text for e in ElementTree.fromstring(parts.body).iter(f"{_NS}PartNumber")] \
+        == ["1", "2"]
+    assert send(endpoint, sign(keys, endpoint, "DELETE", path, query=upload)).status == 204
+    assert_nothing_written(node)
+
+
 def test_another_account_cannot_reach_an_upload(node: S3Node) -> None:
     """A multipart upload of this account, addressed by its id through another account's
     bucket of the same name and key: ListParts, UploadPart, Complete and Abort all get
