@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import http.client
 import json
 import os
 import random
@@ -23,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 import zlib
 from collections.abc import Iterator
@@ -406,24 +408,37 @@ def test_boto3_multipart_with_copied_part_list_and_abort(node: S3Node, s3: Any) 
         == ["joined/object.bin", "source.bin"]
 
 
+def put_to_url(url: str, body: bytes) -> http.client.HTTPResponse:
+    """PUT ``body`` to a presigned ``url`` as ``curl -T`` does (no Content-Type); the
+    answer, read."""
+    split = urllib.parse.urlsplit(url)
+    connection = http.client.HTTPConnection(split.hostname, split.port, timeout=CLIENT_TIMEOUT)
+    connection.request("PUT", f"{split.path}?{split.query}", body=body)
+    answer = connection.getresponse()
+    answer.read()
+    connection.close()
+    return answer
+
+
 def test_boto3_presigned_put_and_get(node: S3Node) -> None:
-    """A PUT to a URL from ``generate_presigned_url('put_object')`` (Signature V4: boto3
-    presigns S3 URLs with V2 unless told) stores the body sent with urllib (no other
-    credentials); a presigned GET reads it back."""
-    s3 = node.client(signature_version="s3v4")
-    s3.create_bucket(Bucket="boto-presigned")
-    body = b"sent with nothing but a URL\n"
-    url = s3.generate_presigned_url("put_object", ExpiresIn=300,
-                                    Params={"Bucket": "boto-presigned", "Key": "up/by url.txt"})
-    request = urllib.request.Request(url, data=body, method="PUT")
-    with _OPENER.open(request, timeout=CLIENT_TIMEOUT) as answer:
+    """A PUT to a URL from ``generate_presigned_url('put_object')`` stores the body sent
+    with nothing but the URL, and a presigned GET reads it back: with Signature V4, and
+    with Version 2 (botocore's ``s3``, what older setups presign with)."""
+    node.client().create_bucket(Bucket="boto-presigned")
+    for version in ("s3v4", "s3"):
+        s3 = node.client(signature_version=version)
+        body, key = f"sent with nothing but a {version} URL\n".encode(), f"up/by {version}.txt"
+        url = s3.generate_presigned_url("put_object", ExpiresIn=300,
+                                        Params={"Bucket": "boto-presigned", "Key": key})
+        assert ("X-Amz-Signature=" in url) == (version == "s3v4"), url
+        answer = put_to_url(url, body)
         assert answer.status == 200
         assert answer.headers["ETag"] == f'"{md5_hex(body)}"'
-    assert s3.get_object(Bucket="boto-presigned", Key="up/by url.txt")["Body"].read() == body
-    url = s3.generate_presigned_url("get_object", ExpiresIn=300,
-                                    Params={"Bucket": "boto-presigned", "Key": "up/by url.txt"})
-    with _OPENER.open(url, timeout=CLIENT_TIMEOUT) as answer:
-        assert answer.read() == body
+        assert s3.get_object(Bucket="boto-presigned", Key=key)["Body"].read() == body
+        url = s3.generate_presigned_url("get_object", ExpiresIn=300,
+                                        Params={"Bucket": "boto-presigned", "Key": key})
+        with _OPENER.open(url, timeout=CLIENT_TIMEOUT) as fetched:
+            assert fetched.read() == body
 
 
 def test_tahoe_and_s3_see_each_other(node: S3Node, s3: Any, tmp_path: Path) -> None:
