@@ -177,16 +177,28 @@ def _encoding_type(context: Context) -> str | None:
     return value
 
 
+#: What a continuation token holds before the last key (or common prefix) listed.
+_TOKEN_MARK = "tahoe-s3-list-1/"
+
+
 def _token(last: str) -> str:
-    return base64.urlsafe_b64encode(last.encode("utf-8")).decode("ascii")
+    """A continuation token: the last key or common prefix of a page, base64."""
+    return base64.urlsafe_b64encode((_TOKEN_MARK + last).encode("utf-8")).decode("ascii")
 
 
 def _from_token(token: str) -> str:
+    """The key a continuation token starts after.
+
+    :raises S3Error: ``InvalidArgument`` for a token this gateway did not make.
+    """
     try:
-        return base64.urlsafe_b64decode(token.encode("ascii")).decode("utf-8")
+        text = base64.urlsafe_b64decode(token.encode("ascii")).decode("utf-8")
     except (ValueError, UnicodeError):
+        text = ""
+    if not text.startswith(_TOKEN_MARK):
         raise S3Error("InvalidArgument", "The continuation token provided is incorrect",
-                      ArgumentName="continuation-token") from None
+                      ArgumentName="continuation-token")
+    return text[len(_TOKEN_MARK):]
 
 
 async def list_objects_v2(context: Context) -> Answer:

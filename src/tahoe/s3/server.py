@@ -58,8 +58,8 @@ MAX_HEADER_SECTION = 8 * 1024
 #: The largest request body kept: S3's 5 GiB object or part, with room for the chunk
 #: headers of an aws-chunked body (1 % more).
 MAX_BODY = 5 * 1024 ** 3 * 101 // 100
-#: The most bytes of request line and headers read before the connection is refused
-#: (beyond this, Twisted's bare 400, without S3's XML).
+#: The most bytes of request line and headers read: a request with more is answered at
+#: once (S3's XML error) and its connection closed.
 READ_HEADER_SECTION = 64 * 1024
 #: Bodies up to this size are hashed and decoded on the reactor, larger ones in a thread.
 _INLINE_BODY = 1024 * 1024
@@ -115,7 +115,8 @@ class Payload:
         :raises S3Error: for a body over ``limit`` bytes, or one that fails its checks.
         """
         if self.raw_size() > limit + (limit // 8 if self.streaming else 0) + 4096:
-            raise S3Error("MalformedXML", f"The request body is larger than {limit} bytes.")
+            raise S3Error("MaxMessageLengthExceeded",
+                          f"The request body is larger than {limit} bytes.")
         spool, size, _ = await self.spool()
         spool.seek(0)
         data = spool.read(size)
