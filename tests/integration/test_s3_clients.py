@@ -473,7 +473,8 @@ def test_tahoe_and_s3_see_each_other(node: S3Node, s3: Any, tmp_path: Path) -> N
 
 def test_rclone_sync_up_down_and_check(node: S3Node, tmp_path: Path) -> None:
     """rclone (Go's S3 code, 5 MB parts for a 6 MB file): sync up, sync down to an equal
-    tree, check finds no difference, and a second sync up sends nothing."""
+    tree, check finds no difference, a second sync up sends nothing; a server-side copy
+    of the tree (CopyObject) checks equal too, and purge removes it."""
     require("rclone")
     env = client_env(node, tmp_path / "home")
     source = tmp_path / "tree"
@@ -488,11 +489,19 @@ def test_rclone_sync_up_down_and_check(node: S3Node, tmp_path: Path) -> None:
     assert "0 differences found" in checked.stderr, checked.stderr[-2000:]
     again = run(["rclone", "sync", "-v", *options, "tree", "grid:rclone/tree"], env, tmp_path)
     assert "Copied (new)" not in again.stderr and "Copied (replaced" not in again.stderr
+    copied = run(["rclone", "copy", "-v", "grid:rclone/tree", "grid:rclone/copy"], env,
+                 tmp_path)
+    assert "Copied (server-side copy)" in copied.stderr, copied.stderr[-2000:]
+    run(["rclone", "check", "tree", "grid:rclone/copy"], env, tmp_path)
+    run(["rclone", "purge", "grid:rclone/copy"], env, tmp_path)
+    assert node.client().list_objects_v2(Bucket="rclone", Prefix="copy/")["KeyCount"] == 0
 
 
 def test_restic_backup_check_restore(node: S3Node, tmp_path: Path) -> None:
     """restic with an S3 repository (minio-go): init (the bucket made by restic), backup,
-    check --read-data, restore, and the restored tree equals the source."""
+    a second backup after a change, forget --prune of the first (restic deletes and
+    rewrites packs), check --read-data, restore, and the restored tree equals the
+    source as changed."""
     require("restic")
     env = client_env(node, tmp_path / "home")
     source = tmp_path / "tree"
@@ -501,6 +510,12 @@ def test_restic_backup_check_restore(node: S3Node, tmp_path: Path) -> None:
               "-o", f"s3.region={node.region}"]
     run([*restic, "init"], env, tmp_path)
     run([*restic, "backup", "tree"], env, tmp_path)
+    (source / "empty").write_bytes(b"no longer empty\n")
+    shutil.rmtree(source / "deep")
+    run([*restic, "backup", "tree"], env, tmp_path)
+    run([*restic, "forget", "--keep-last", "1", "--prune"], env, tmp_path)
+    snapshots = json.loads(run([*restic, "snapshots", "--json"], env, tmp_path).stdout)
+    assert len(snapshots) == 1
     checked = run([*restic, "check", "--read-data"], env, tmp_path)
     assert "no errors were found" in checked.stdout
     run([*restic, "restore", "latest", "--target", "restored"], env, tmp_path)
