@@ -214,8 +214,9 @@ def _md5_header(body: bytes) -> dict[str, str]:
 
 
 def test_malformed_and_hostile_delete_bodies(node: S3Node) -> None:
-    """DeleteObjects with a truncated body, a body of another shape, and an entity
-    expansion (billion laughs): MalformedXML 400, and the object named is not deleted."""
+    """DeleteObjects with a truncated body, a body of another shape, an entity expansion
+    (billion laughs), or bytes that are not XML: MalformedXML 400; a well-formed body of
+    3 MB: MaxMessageLengthExceeded 400; the object named is not deleted."""
     keys, endpoint = keys_of(node), node.endpoint
     bodies = [
         f"<Delete><Object><Key>{KEPT_KEY}</Key></Object>".encode(),
@@ -229,6 +230,12 @@ def test_malformed_and_hostile_delete_bodies(node: S3Node) -> None:
         request = sign(keys, endpoint, "POST", f"/{BUCKET}", query="delete=", body=body,
                        headers=_md5_header(body))
         assert_error(send(endpoint, request), "MalformedXML", 400)
+    # well-formed but 3 MB (S3 takes at most 1,000 keys): refused unparsed
+    huge = (f"<Delete><Object><Key>{KEPT_KEY}</Key></Object><!--".encode()
+            + b"p" * 3_000_000 + b"--></Delete>")
+    request = sign(keys, endpoint, "POST", f"/{BUCKET}", query="delete=", body=huge,
+                   headers=_md5_header(huge))
+    assert_error(send(endpoint, request), "MaxMessageLengthExceeded", 400)
     assert_nothing_written(node)
 
 
