@@ -398,15 +398,24 @@ def test_authentication(s3_node: S3Node, s3: Any) -> None:
 
 def test_second_account_and_root(s3_node: S3Node) -> None:
     """``tahoe s3 add-account --root`` on the running node: the new keys work at once, see
-    only their own root, and its buckets are the directories of that root; removing the
-    line revokes them at once."""
+    only their own root, and its buckets are the directories of that root (one linked
+    read-only can be read, not written: AccessDenied); removing the line revokes them at
+    once."""
     api = WebAPI(s3_node.gateway.url)
     shared = api.ok("POST", "/uri?t=mkdir").text.strip()
     api.ok("POST", f"/uri/{shared}/music?t=mkdir")
     api.put(shared, "music/song.ogg", b"ogg")
+    readonly = api.ok("POST", "/uri?t=mkdir").text.strip()
+    api.put(readonly, "old.txt", b"kept")
+    ro_cap = api.json(readonly)[1]["ro_uri"]
+    api.ok("PUT", f"/uri/{shared}/archive?t=uri", ro_cap.encode())
     account = s3_node.add_account("--root", f"{shared}/")
     other = s3_node.client(account["access_key_id"], account["secret_access_key"])
-    assert [b["Name"] for b in other.list_buckets()["Buckets"]] == ["music"]
+    assert [b["Name"] for b in other.list_buckets()["Buckets"]] == ["archive", "music"]
+    assert other.get_object(Bucket="archive", Key="old.txt")["Body"].read() == b"kept"
+    with pytest.raises(ClientError) as error:
+        other.put_object(Bucket="archive", Key="new.txt", Body=b"refused")
+    assert _code(error) == ("AccessDenied", 403)
     assert other.get_object(Bucket="music", Key="song.ogg")["Body"].read() == b"ogg"
     assert other.head_object(Bucket="music", Key="song.ogg")["ContentLength"] == 3
     accounts = s3_node.basedir / "private" / "s3-accounts"

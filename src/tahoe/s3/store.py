@@ -29,6 +29,7 @@ from ..caps.dirnode import DirectoryCap
 from ..caps.immutable import CHKReadCap, LiteralCap
 from ..client.dirnode import DirectoryNode
 from ..dirnode.children import child_from_caps
+from ..dirnode.errors import NotWriteableError
 from ..dirnode.ops import add_child, delete_child, set_metadata
 from ..dirnode.packing import Entry, unpack_children
 from .errors import S3Error
@@ -165,6 +166,9 @@ class AccountStore:
         self._forget_listing(key)
         try:
             result = await node.change(guarded)
+        except NotWriteableError:
+            raise S3Error("AccessDenied", "This directory cannot be changed: it is linked"
+                          " by a read-only cap on the grid.") from None
         finally:
             self._forget_listing(key)  # a read made meanwhile may have seen the old contents
         if isinstance(result, _Failed):
