@@ -38,3 +38,20 @@ def test_small_bodies_are_spooled_as_usual() -> None:
     assert request.too_large is None
     request.content.seek(0)
     assert request.content.read() == b"hello"
+
+
+def test_grid_errors_are_retryable_others_internal() -> None:
+    """Too few servers is ServiceUnavailable (503: clients retry); anything else that is
+    not an S3 error is InternalError (500), its message not passed on."""
+    from tahoe.client.errors import NotEnoughSharesError, UploadUnhappinessError
+    from tahoe.s3.server import grid_error
+    unhappy = UploadUnhappinessError("placed 2 shares", 2, 2, 7)
+    for error in (unhappy, NotEnoughSharesError("only 2 of 3 shares", 2, 3)):
+        refusal = grid_error(error, "REQ")
+        assert (refusal.code, refusal.status) == ("ServiceUnavailable", 503)
+    try:
+        raise ValueError("URI:DIR2:secret:cap")
+    except ValueError as error:
+        refusal = grid_error(error, "REQ")
+    assert (refusal.code, refusal.status) == ("InternalError", 500)
+    assert "URI" not in refusal.message

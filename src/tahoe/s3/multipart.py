@@ -25,7 +25,6 @@ from typing import Any
 
 from twisted.internet import threads
 from twisted.internet.defer import Deferred
-from twisted.python import log
 from twisted.python.failure import Failure
 
 from . import xmlio
@@ -35,7 +34,7 @@ from .keys import split_key
 from .objects import quoted_etag
 from .operations import (byte_range, check_length, check_preconditions, parse_copy_source,
                          put_metadata, stored_answer)
-from .server import Answer, Context, censor
+from .server import Answer, Context, grid_error
 from .staging import PartsUploadable, Staging
 from .store import gather
 
@@ -263,9 +262,7 @@ async def _kept_alive(clock: Any, outcome: Deferred, request_id: str) -> AsyncIt
     if isinstance(result, Failure):
         error = result.value
         if not isinstance(error, S3Error):
-            log.msg(f"S3 Complete {request_id} failed: {type(error).__name__}:"
-                    f" {censor(str(error))[:300]}")
-            error = S3Error("InternalError")
+            error = grid_error(error, request_id)
         result = xmlio.error_body(error.code, error.message, error.extra,
                                   request_id=request_id)
     yield _without_declaration(result)

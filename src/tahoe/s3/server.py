@@ -40,7 +40,8 @@ from . import xmlio
 from .errors import ERRORS, S3Error
 from .payload import Payload
 
-__all__ = ["Answer", "Context", "S3Request", "S3Resource", "S3Site", "censor", "http_date"]
+__all__ = ["Answer", "Context", "S3Request", "S3Resource", "S3Site", "censor", "grid_error",
+           "http_date"]
 
 #: S3's limit on the header section of a request, in bytes.
 MAX_HEADER_SECTION = 8 * 1024
@@ -236,6 +237,22 @@ class Answer:
 Operation = Callable[[Context], Coroutine[Any, Any, Answer]]
 
 
+def grid_error(error: Exception, request_id: str) -> S3Error:
+    """The S3 error for an exception that is not one: ``ServiceUnavailable`` (503, which
+    clients retry) when too few storage servers answered, ``InternalError`` (500) for
+    anything else, logged here with its traceback, caps censored."""
+    from ..client.errors import NotEnoughSharesError, UploadUnhappinessError
+    from ..mutable.errors import UnrecoverableFile
+    log.msg(f"S3 request {request_id} failed: {censor(type(error).__name__)}:"
+            f" {censor(str(error))[:300]}")
+    if isinstance(error, (UploadUnhappinessError, NotEnoughSharesError, UnrecoverableFile)):
+        return S3Error("ServiceUnavailable", "Too few storage servers of the grid answered;"
+                       " try again later.")
+    from twisted.python.failure import Failure
+    log.msg(censor(Failure(error).getTraceback()))
+    return S3Error("InternalError")
+
+
 class S3Resource(resource.Resource):
     """Every request to the gateway.
 
@@ -300,11 +317,7 @@ class S3Resource(resource.Resource):
         except CancelledError:
             raise
         except Exception as error:  # noqa: BLE001 (the one boundary: never a traceback out)
-            log.msg(f"S3 request {request_id} failed: {censor(type(error).__name__)}:"
-                    f" {censor(str(error))[:300]}")
-            from twisted.python.failure import Failure
-            log.msg(censor(Failure().getTraceback()))
-            self._error(request, S3Error("InternalError"), context, request_id)
+            self._error(request, grid_error(error, request_id), context, request_id)
             return
         await self._send(request, answer)
 
