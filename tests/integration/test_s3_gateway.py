@@ -615,6 +615,34 @@ def test_aws_chunked_bodies(s3_node: S3Node, s3: Any) -> None:
     assert keys == ["signed", "trailer"]
 
 
+def test_refused_before_the_body(s3_node: S3Node, s3: Any) -> None:
+    """A PUT whose signature fails and that waits for ``100 Continue`` is answered at once
+    (403, S3's XML) without its body ever being sent; the gateway keeps nothing."""
+    import http.client
+    from urllib.parse import urlsplit
+    s3.create_bucket(Bucket="early")
+    request = _sign(s3_node, "PUT", s3_node.endpoint + "early/k", b"x" * 10_000_000)
+    tampered = re.sub("Signature=(.)", lambda m: "Signature=" + (
+        "1" if m.group(1) == "0" else "0"), request.headers["Authorization"])
+    del request.headers["Authorization"]
+    request.headers["Authorization"] = tampered
+    endpoint = urlsplit(s3_node.endpoint)
+    connection = http.client.HTTPConnection(endpoint.hostname, endpoint.port, timeout=60)
+    try:
+        connection.putrequest("PUT", "/early/k", skip_accept_encoding=True)
+        for name, value in request.headers.items():
+            connection.putheader(name, value)
+        connection.putheader("Content-Length", "10000000")
+        connection.putheader("Expect", "100-continue")
+        connection.endheaders()  # and no body
+        answer = connection.getresponse()
+        assert answer.status == 403
+        assert b"<Code>SignatureDoesNotMatch</Code>" in answer.read()
+    finally:
+        connection.close()
+    assert "Contents" not in s3.list_objects_v2(Bucket="early")
+
+
 def test_header_section_limit(s3_node: S3Node, s3: Any) -> None:
     """More than 8 KiB of headers (10 or 20 kB) is S3's RequestHeaderSectionTooLarge, in
     XML, and nothing is stored."""

@@ -37,7 +37,7 @@ from twisted.web import http, resource, server
 
 from ..web.rendering import StreamPausing
 from . import xmlio
-from .errors import ERRORS, S3Error
+from .errors import S3Error
 from .payload import Payload
 
 __all__ = ["Answer", "Context", "S3Request", "S3Resource", "S3Site", "censor", "grid_error",
@@ -146,6 +146,9 @@ def _check_sizes(request: server.Request) -> None:
 
     :raises S3Error: ``RequestHeaderSectionTooLarge``, ``EntityTooLarge``.
     """
+    refused = getattr(request, "refused", None)
+    if refused is not None:
+        raise refused
     too_large = getattr(request, "too_large", None)
     if too_large is not None:
         raise S3Error("EntityTooLarge", ProposedSize=str(too_large),
@@ -157,8 +160,13 @@ def _check_sizes(request: server.Request) -> None:
 
 
 def _headers(request: server.Request) -> dict[str, str]:
+    return _header_dict(request.requestHeaders)
+
+
+def _header_dict(headers: Any) -> dict[str, str]:
+    """Twisted's headers as lower-case name -> value (several values joined by ``,``)."""
     found: dict[str, list[str]] = {}
-    for name, values in request.requestHeaders.getAllRawHeaders():
+    for name, values in headers.getAllRawHeaders():
         found.setdefault(name.decode("latin-1").lower(), []).extend(
             v.decode("latin-1") for v in values)
     return {name: ",".join(values) for name, values in found.items()}
@@ -286,6 +294,20 @@ class S3Resource(resource.Resource):
             f"S3 request {request_id} failed while answering: {f.type.__name__}"))
         return server.NOT_DONE_YET
 
+    def precheck(self, method: str, uri: str, headers: dict[str, str]) -> S3Error | None:
+        """The signature of a request whose headers are in, checked before its body: the
+        refusal, or None if it may go on (to be checked again, with its body)."""
+        raw_path, _, raw_query = uri.partition("?")
+        virtual, certain = _bucket_from_host(headers.get("host", ""), self.own_hosts)
+        try:
+            self.gateway.verify(method, raw_path, raw_query, headers,
+                                virtual if certain else None, None if certain else virtual)
+        except S3Error as error:
+            return error
+        except Exception:  # noqa: BLE001 (checked again when the request is answered)
+            return None
+        return None
+
     def _context(self, request: server.Request, request_id: str) -> Context:
         uri = request.uri.decode("utf-8", "replace")
         raw_path, _, raw_query = uri.partition("?")
@@ -382,18 +404,36 @@ class S3Resource(resource.Resource):
 
 
 class S3Request(server.Request):
-    """A request whose body is kept (in Twisted's spool) only up to :data:`MAX_BODY`
-    bytes: past that, the rest is read and dropped, and the request is refused with
-    ``EntityTooLarge`` instead of filling the disk."""
+    """A request whose body is kept (in Twisted's spool) only when it may be used.
+
+    Its signature is checked as soon as its headers are in (before the body, which it
+    does not cover): a request that fails it keeps nothing of its body, and one that
+    asked ``Expect: 100-continue`` is answered at once (its body is never sent) and
+    its connection closed. So no one without a key can fill the gateway's disk. A
+    body over :data:`MAX_BODY` bytes is read and dropped too, and refused with
+    ``EntityTooLarge``.
+    """
 
     #: The most bytes of a body kept.
     max_body = MAX_BODY
     #: The body's length when it is over :attr:`max_body` (declared or counted).
     too_large: int | None = None
+    #: Why the request was refused once its headers were in, if it was.
+    refused: S3Error | None = None
     _body_bytes = 0
 
     def gotLength(self, length: int | None) -> None:  # noqa: N802 (Twisted)
-        """Spool as Twisted does, unless the declared length is too large."""
+        """Check the signature, then spool as Twisted does, unless the request is refused
+        or its declared length too large."""
+        precheck = getattr(self.channel, "precheck", None)
+        if precheck is not None:
+            self.refused = precheck(self.requestHeaders)
+        if self.refused is not None:
+            self.content = io.BytesIO()
+            expect = self.requestHeaders.getRawHeaders(b"expect") or [b""]
+            if expect[0].lower() == b"100-continue":
+                self.channel.refuse(self.refused)
+            return
         if length is not None and length > self.max_body:
             self.too_large = length
             self.content = io.BytesIO()
@@ -401,7 +441,10 @@ class S3Request(server.Request):
         super().gotLength(length)
 
     def handleContentChunk(self, data: bytes) -> None:  # noqa: N802 (Twisted)
-        """Keep the chunk, unless the body grew past :attr:`max_body`."""
+        """Keep the chunk, unless the request was refused or its body grew past
+        :attr:`max_body`."""
+        if self.refused is not None:
+            return
         self._body_bytes += len(data)
         if self.too_large is not None or self._body_bytes > self.max_body:
             self.too_large = max(self.too_large or 0, self._body_bytes)
@@ -417,27 +460,43 @@ class _Channel(http.HTTPChannel):
 
     totalHeadersSize = 2 * READ_HEADER_SECTION  # not reached: see lineReceived
     _header_bytes = 0
+    #: The request line of the request whose headers are being read.
+    request_line = b""
 
     def lineReceived(self, line: bytes) -> None:  # noqa: N802 (Twisted)
         """Count the header section's bytes; refuse it past :data:`READ_HEADER_SECTION`."""
+        if self._header_bytes == 0:
+            self.request_line = line
         self._header_bytes += len(line) + 2
         if self._header_bytes > READ_HEADER_SECTION:
-            self._refuse_header_section()
+            self.refuse(S3Error("RequestHeaderSectionTooLarge",
+                                MaxSizeAllowed=str(MAX_HEADER_SECTION)))
             return
         if not line:
             self._header_bytes = 0  # the end of this request's headers
         super().lineReceived(line)
 
-    def _refuse_header_section(self) -> None:
+    def precheck(self, headers: Any) -> S3Error | None:
+        """Why the request whose headers are in must be refused (its signature), if so."""
+        parts = self.request_line.split(b" ")
+        check = getattr(self.site.resource, "precheck", None)
+        if len(parts) != 3 or check is None:
+            return None
+        return check(parts[0].decode("latin-1"), parts[1].decode("utf-8", "replace"),  # type: ignore[no-any-return]
+                     _header_dict(headers))
+
+    def refuse(self, error: S3Error) -> None:
+        """Answer ``error`` at once, in S3's XML, and close the connection (nothing more
+        of it is read)."""
         self.lineReceived = self.dataReceived = lambda *args: None  # type: ignore[method-assign]
         request_id = secrets.token_hex(8).upper()
-        body = xmlio.error_body("RequestHeaderSectionTooLarge", ERRORS[
-            "RequestHeaderSectionTooLarge"][1], {"MaxSizeAllowed": str(MAX_HEADER_SECTION)},
-            request_id=request_id)
-        self.transport.write(b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/xml\r\n"
+        body = xmlio.error_body(error.code, error.message, error.extra, request_id=request_id)
+        reason = http.RESPONSES.get(error.status, b"Error")
+        self.transport.write(b"HTTP/1.1 %d %s\r\nContent-Type: application/xml\r\n"
                              b"Content-Length: %d\r\nx-amz-request-id: %s\r\n"
                              b"Connection: close\r\n\r\n%s"
-                             % (len(body), request_id.encode("ascii"), body))
+                             % (error.status, reason, len(body), request_id.encode("ascii"),
+                                body))
         self.loseConnection()
 
 

@@ -153,25 +153,11 @@ class S3Gateway:
         :raises S3Error: ``AccessDenied`` (anonymous, expired), ``InvalidAccessKeyId``,
             ``SignatureDoesNotMatch``, ``RequestTimeTooSkewed``, ``AuthorizationHeaderMalformed``...
         """
-        from . import sigv4
-        signed = sigv4.parse_request_auth(context.method, context.raw_path, context.raw_query,
-                                          context.headers, allow_v2=True)
-        account = self._account(signed.credential.access_key)
-        if account is None:
-            raise S3Error("InvalidAccessKeyId", AWSAccessKeyId=signed.credential.access_key)
-        def verify(virtual_host_bucket: str | None) -> bytes:
-            return sigv4.verify_request(
-                signed, account.secret, context.method, context.raw_path, context.raw_query,
-                context.headers, now=self.clock.seconds(), region=self.region,
-                virtual_host_bucket=virtual_host_bucket)
-        try:
-            context.signing_key = verify(context.virtual_bucket)
-        except S3Error as error:
-            # Version 2 signs a virtual-host bucket: the Host's first label may be one
-            if error.code != "SignatureDoesNotMatch" or context.host_bucket is None:
-                raise
-            context.signing_key = verify(context.host_bucket)
-            context.use_host_bucket(context.host_bucket)
+        account, signed, context.signing_key, host_signed = self.verify(
+            context.method, context.raw_path, context.raw_query, context.headers,
+            context.virtual_bucket, context.host_bucket)
+        if host_signed:
+            context.use_host_bucket(context.host_bucket)  # type: ignore[arg-type]
         context.signed = signed
         context.payload_hash = signed.payload_hash
         context.account = account
@@ -186,6 +172,33 @@ class S3Gateway:
             context.use_host_bucket(candidate)
         if context.method in ("PUT", "POST"):
             self.services.expect_use()  # new mutable directories will need RSA keys
+
+    def verify(self, method: str, raw_path: str, raw_query: str, headers: dict[str, str],
+               virtual_bucket: str | None, host_bucket: str | None
+               ) -> tuple[Any, Any, bytes, bool]:
+        """Check a request's signature: its account, the parsed signature, the signing key
+        (for aws-chunked bodies) and whether it signed ``host_bucket`` (a Host's first
+        label) as its virtual-host bucket (Signature Version 2 signs that).
+
+        :raises S3Error: as :meth:`authenticate`.
+        """
+        from . import sigv4
+        signed = sigv4.parse_request_auth(method, raw_path, raw_query, headers, allow_v2=True)
+        account = self._account(signed.credential.access_key)
+        if account is None:
+            raise S3Error("InvalidAccessKeyId", AWSAccessKeyId=signed.credential.access_key)
+
+        def check(virtual_host_bucket: str | None) -> bytes:
+            return sigv4.verify_request(
+                signed, account.secret, method, raw_path, raw_query, headers,
+                now=self.clock.seconds(), region=self.region,
+                virtual_host_bucket=virtual_host_bucket)
+        try:
+            return account, signed, check(virtual_bucket), False
+        except S3Error as error:
+            if error.code != "SignatureDoesNotMatch" or host_bucket is None:
+                raise
+            return account, signed, check(host_bucket), True
 
     def route(self, context: Context) -> Callable[[Context], Any]:
         """The operation a request asks for.
