@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from twisted.web.test.requesthelper import DummyChannel
 
-from tahoe.s3.server import MAX_BODY, S3Request
+from tahoe.s3.channel import MAX_BODY, S3Request
 
 
 def test_declared_length_over_the_limit_is_not_spooled() -> None:

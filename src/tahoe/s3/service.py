@@ -34,7 +34,8 @@ from twisted.python import log
 
 from ..node.fileutil import write_atomically
 from .errors import S3Error
-from .server import Context, S3Resource, S3Site
+from .channel import S3Site
+from .server import Context, S3Resource
 
 __all__ = ["S3GatewayError", "S3Gateway", "start_s3", "read_accounts"]
 
