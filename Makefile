@@ -40,7 +40,8 @@ RELIABILITY_TESTS := tests/core/test_trust_boundaries.py tests/integration/test_
 	tests/integration/test_netns_grid.py tests/integration/test_clock_jumps.py \
 	tests/integration/test_authority.py tests/integration/test_resource_limits.py \
 	tests/integration/test_identical_uploads.py tests/integration/test_sftp_real_clients.py \
-	tests/integration/test_directory_races.py
+	tests/integration/test_directory_races.py tests/integration/test_s3_hostile.py \
+	tests/integration/test_s3_crash.py
 test-faults: $(STAMP) system-packages
 	rm -f .reliability-ledger.jsonl
 	TAHOE_FAULT_RUNS=$(FAULT_RUNS) TAHOE_RELIABILITY_LEDGER=$(CURDIR)/.reliability-ledger.jsonl \

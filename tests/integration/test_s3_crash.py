@@ -104,7 +104,8 @@ def test_sigkill_mid_multipart_keeps_acknowledged_parts(crashing: Crashing) -> N
         split = urllib.parse.urlsplit(node.endpoint)
         with socket.create_connection((split.hostname, split.port), timeout=60) as sock:
             sock.sendall(third.wire()[:-len(parts[2]) // 2])
-            restarted = crashing.kill_and_restart()
+            with fault.timing_recovery():
+                restarted = crashing.kill_and_restart()
         s3 = restarted.client()
         listed = s3.list_parts(Bucket="crash", Key="mid/object.bin", UploadId=upload_id)
         assert [(p["PartNumber"], p["Size"], p["ETag"]) for p in listed["Parts"]] == [
@@ -140,7 +141,8 @@ def test_sigkill_right_after_acknowledged_writes(crashing: Crashing) -> None:
             Bucket="acked", Key="multi/big.bin", UploadId=upload_id,
             MultipartUpload={"Parts": [{"PartNumber": n, "ETag": etag}
                                        for n, etag in enumerate(etags, start=1)]})
-        restarted = crashing.kill_and_restart()
+        with fault.timing_recovery():
+            restarted = crashing.kill_and_restart()
         s3 = restarted.client()
         assert s3.get_object(Bucket="acked", Key="put/small.bin")["Body"].read() == small
         big = s3.get_object(Bucket="acked", Key="multi/big.bin")
@@ -185,7 +187,8 @@ def test_sigkill_during_complete_leaves_a_whole_object_or_the_upload(crashing: C
                 assert chunk, "the gateway closed the connection without an answer"
                 answered += chunk
             assert answered.startswith(b"HTTP/1.1 200"), answered[:200]
-            restarted = crashing.kill_and_restart()
+            with fault.timing_recovery():
+                restarted = crashing.kill_and_restart()
         s3 = restarted.client()
         uploads = s3.list_multipart_uploads(Bucket="mid-complete").get("Uploads", [])
         if uploads:

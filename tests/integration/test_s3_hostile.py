@@ -31,7 +31,7 @@ import pytest
 from tests.integration.conftest import DEFAULT_SHARES
 from tests.support.dirapi import WebAPI
 from tests.support.proxied_grid import ProxiedGrid
-from tests.support.reliability import record_fuzz
+from tests.support.reliability import record_fuzz, record_limit
 from tests.support.s3 import S3Node, started_s3_node
 from tests.support.s3_raw import Answer, Keys, RawRequest, exchange, presign, send, sign
 
@@ -202,6 +202,8 @@ def test_oversized_headers_and_metadata(node: S3Node) -> None:
     assert_error(put(node, "big-metadata", b"x", **{"x-amz-meta-big": "m" * 3000}),
                  "MetadataTooLarge", 400)
     assert_nothing_written(node)
+    record_limit("S3 gateway: header section", "8 KiB (RequestHeaderSectionTooLarge)")
+    record_limit("S3 gateway: user metadata", "2 KiB (MetadataTooLarge)")
     assert put(node, "fits", b"x", **{"x-amz-meta-fits": "m" * 1500}).status == 200
     assert listed_keys(node) == ["fits", KEPT_KEY]
     delete = send(endpoint, sign(keys, endpoint, "DELETE", f"/{BUCKET}/fits"))
@@ -236,6 +238,7 @@ def test_malformed_and_hostile_delete_bodies(node: S3Node) -> None:
     request = sign(keys, endpoint, "POST", f"/{BUCKET}", query="delete=", body=huge,
                    headers=_md5_header(huge))
     assert_error(send(endpoint, request), "MaxMessageLengthExceeded", 400)
+    record_limit("S3 gateway: XML request body", "2 MiB (MaxMessageLengthExceeded)")
     assert_nothing_written(node)
 
 
@@ -411,6 +414,7 @@ def test_longest_nfc_and_nul_keys_are_stored(node: S3Node) -> None:
     path), which a listing with ``encoding-type=url`` gives back as ``%00``."""
     longest = "/".join(["s" * 100] * 10) + "/" + "e" * 14
     assert len(longest.encode()) == 1024
+    record_limit("S3 gateway: object key", "1,024 bytes of UTF-8 (KeyTooLongError)")
     nfc = unicodedata.normalize("NFC", "café.txt")
     nul = "nul\x00byte"
     for key in (longest, nfc, nul):
