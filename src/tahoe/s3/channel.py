@@ -107,6 +107,7 @@ class S3Request(server.Request):
             self.content = io.BytesIO()
             expect = self.requestHeaders.getRawHeaders(b"expect") or [b""]
             if expect[0].lower() == b"100-continue":
+                self.requestHeaders.removeHeader(b"expect")  # no 100 Continue after it
                 self.channel.refuse(self.refused)
             return
         if length is not None and length > self.max_body:
