@@ -261,8 +261,9 @@ def test_aws_cli_objects_metadata_and_presign(node: S3Node, tmp_path: Path) -> N
 def test_aws_cli_recursive_copy_and_sync_with_multipart(node: S3Node, tmp_path: Path) -> None:
     """aws s3 cp --recursive of a tree (10 threads; two 12 MB files in 5 MB parts; 100
     files at once into one directory), sync back down to an equal tree, a second sync up
-    sends nothing, a changed file is the only one sent; multipart ETags are S3's; rm
-    --recursive removes a subtree."""
+    sends nothing, a changed file is the only one sent; multipart ETags are S3's; a 12 MB
+    copy inside S3 (UploadPartCopy) and a move; rm --recursive removes a subtree, and
+    sync --delete removes what is gone locally (and puts the subtree back)."""
     env = client_env(node, tmp_path / "home")
     source = tmp_path / "tree"
     doc_tree(source, seed=28, big_files=2, flat_files=100)
@@ -290,11 +291,26 @@ def test_aws_cli_recursive_copy_and_sync_with_multipart(node: S3Node, tmp_path: 
     assert head["ContentLength"] == BIG
     assert head["ETag"] == f'"{multipart_etag([big[i:i + PART] for i in range(0, BIG, PART)])}"'
 
+    # a copy inside S3 of an object over the multipart threshold: UploadPartCopy ranges
+    aws(node, env, tmp_path, "s3", "cp", "s3://cli-tree/up/big/big 0.bin",
+        "s3://cli-tree/copies/big copy.bin")
+    aws(node, env, tmp_path, "s3", "mv", "s3://cli-tree/copies/big copy.bin",
+        "s3://cli-tree/copies/moved.bin")
+    aws(node, env, tmp_path, "s3", "cp", "s3://cli-tree/copies/moved.bin", "moved.bin")
+    assert (tmp_path / "moved.bin").read_bytes() == big
+    copies = aws_json(node, env, tmp_path, "list-objects-v2", "--bucket", "cli-tree",
+                      "--prefix", "copies/")
+    assert [o["Key"] for o in copies["Contents"]] == ["copies/moved.bin"]
+
     aws(node, env, tmp_path, "s3", "rm", "--recursive", "s3://cli-tree/up/deep")
+    (source / "empty").unlink()
+    synced = aws(node, env, tmp_path, "s3", "sync", "--delete", "tree", "s3://cli-tree/up")
+    assert synced.stdout.count("delete:") == 1 and "upload:" in synced.stdout  # deep/ again
     left = aws_json(node, env, tmp_path, "list-objects-v2", "--bucket", "cli-tree", "--prefix",
                     "up/")
     keys = [o["Key"] for o in left["Contents"]]
-    assert len(keys) == len(files) - 1 and not any(k.startswith("up/deep/") for k in keys)
+    assert len(keys) == len(files) - 1 and "up/empty" not in keys
+    assert "up/deep/1/2/3/4/5/6/7/8/9/leaf.txt" in keys
 
 
 def test_boto3_ranges_conditions_and_copies(node: S3Node, s3: Any) -> None:
