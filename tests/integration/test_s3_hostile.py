@@ -25,7 +25,10 @@ import urllib.parse
 import xml.etree.ElementTree as ElementTree
 import zlib
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
+import attrs
 import pytest
 
 from tests.integration.conftest import DEFAULT_SHARES
@@ -506,6 +509,38 @@ def test_payload_and_digests_that_do_not_match(node: S3Node) -> None:
         checksum = sign(keys, endpoint, "PUT", f"/{BUCKET}/{key}", body=body,
                         headers={"x-amz-checksum-crc32": crc}, unsigned_payload=True)
         assert_error(send(endpoint, checksum), "BadDigest", 400)
+    assert_nothing_written(node)
+
+
+def test_two_gateways_writing_one_directory_lose_nothing_silently(
+        node: S3Node, local_grid: ProxiedGrid, tmp_path: Path) -> None:
+    """A second gateway (another node) serving the same account (the same key, secret
+    and root), both taking 20 PutObjects at once into one directory: every PUT answered
+    200 is listed at the end by both gateways with its bytes (a PUT may fail with an
+    error the client sees, never be lost after its 200)."""
+    with started_s3_node(local_grid, tmp_path, DEFAULT_SHARES) as other_node:
+        line = f"{node.access_key} {node.secret_key} {node.root}\n"
+        accounts = other_node.basedir / "private" / "s3-accounts"
+        accounts.write_text(accounts.read_text() + line)
+        # the second gateway, used with the first one's account
+        second = attrs.evolve(other_node, access_key=node.access_key,
+                              secret_key=node.secret_key, root=node.root)
+        writers = [(node, f"race/first-{n:02d}") for n in range(20)]
+        writers += [(second, f"race/second-{n:02d}") for n in range(20)]
+        with ThreadPoolExecutor(len(writers)) as pool:
+            answers = list(pool.map(lambda job: put(job[0], job[1], job[1].encode()), writers))
+        acknowledged = sorted(key for (_, key), answer in zip(writers, answers)
+                              if answer.status == 200)
+        for answer in answers:
+            assert answer.status == 200 or answer.code, answer  # an S3 error, if any
+        assert len(acknowledged) >= 20, [a.status for a in answers]
+        for gateway in (node, second):
+            listed = [key for key in listed_keys(gateway) if key.startswith("race/")]
+            assert listed == acknowledged
+            for key in acknowledged[::7]:
+                assert get(gateway, key).body == key.encode()
+    for key in acknowledged:
+        send(node.endpoint, sign(keys_of(node), node.endpoint, "DELETE", f"/{BUCKET}/{key}"))
     assert_nothing_written(node)
 
 
