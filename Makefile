@@ -68,9 +68,11 @@ bench-storage: $(STAMP) interop-env
 bench-s3: $(STAMP) system-packages
 	$(BIN)/python misc/bench/bench_s3.py --json bench-s3.json
 
-## bench: the grid benchmark on our nodes (10 servers, 3-of-10): table on stdout, bench-grid.{json,png,md}
-bench: $(STAMP)
+## bench: the grid benchmark on our nodes (10 servers, 3-of-10): table on stdout, bench-grid.{json,png,md};
+## then the S3 gateway's section (bench-s3, bench-s3.json)
+bench: $(STAMP) system-packages
 	$(BIN)/python misc/bench/bench.py --json bench-grid.json --plot bench-grid.png --markdown bench-grid.md
+	$(BIN)/python misc/bench/bench_s3.py --json bench-s3.json
 
 ## bench-compare: the same workload on our grid and a Tahoe-LAFS 1.20 grid, with ours/Tahoe ratios
 bench-compare: $(STAMP) interop-env
