@@ -24,8 +24,9 @@ from .settings import (CLIENT, DEFAULT_NICKNAME, DEFAULT_S3_MULTIPART_MAX_AGE, D
 from .errors import (BadValue, ConfigError, InconsistentConfig, IntroducerConflict,
                      MalformedConfigFile, MissingValue, OldConfigError, PrivacyError,
                      TubNotListening, UnknownOption, UnknownSection)
-from .values import (TUB_LISTENERS, endpoint_port, parse_bool, parse_date, parse_duration,
-                     parse_hint, parse_int, parse_server_endpoint, parse_size, split_comma_list)
+from .values import (TUB_LISTENERS, endpoint_port, parse_age, parse_bool, parse_date,
+                     parse_duration, parse_hint, parse_int, parse_s3_region,
+                     parse_server_endpoint, parse_size, split_comma_list)
 from .yaml_files import (CONNECTION_HANDLERS, StaticServer, parse_introducers_yaml,
                          parse_servers_yaml)
 
@@ -35,7 +36,8 @@ __all__ = [
     "parse_config", "read_ini", "check_known_names", "allowed_sections",
     "decode_config_bytes", "check_old_config_files", "introducer_furls",
     "parse_introducers_yaml", "parse_servers_yaml", "parse_bool", "parse_int",
-    "parse_size", "parse_duration", "parse_date", "parse_server_endpoint", "parse_hint",
+    "parse_size", "parse_duration", "parse_age", "parse_date", "parse_server_endpoint",
+    "parse_hint",
     "endpoint_port",
     "OLD_CONFIG_FILES",
 ]
@@ -493,54 +495,13 @@ def _sftpd_section(r: _Reader) -> SftpConfig:
                       accounts_file=files["accounts.file"])
 
 
-#: Units of ``[s3]multipart.max_age`` besides :func:`parse_duration`'s days, months, years.
-_SHORT_AGE_UNITS = (("seconds", 1), ("second", 1), ("sec", 1), ("s", 1), ("minutes", 60),
-                    ("minute", 60), ("min", 60), ("hours", 3600), ("hour", 3600), ("h", 3600))
-_S3_REGION_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
-
-
-def parse_age(text: str) -> int:
-    """An age in seconds: a bare number of seconds, ``90 seconds``, ``30 min``, ``12 hours``,
-    or what :func:`parse_duration` takes (``7 days``, ``2mo``, ``1year``).
-
-    :raises ValueError: for anything else, or an age of zero.
-    """
-    rest = text.strip().lower()
-    seconds: int | None = None
-    if rest.isdigit():
-        seconds = int(rest)
-    else:
-        for unit, size in _SHORT_AGE_UNITS:
-            number = rest[:-len(unit)].strip()
-            if rest.endswith(unit) and number.isdigit():
-                seconds = int(number) * size
-                break
-        else:
-            try:
-                seconds = parse_duration(rest)
-            except ValueError:
-                raise ValueError("expected an age such as '3600', '12 hours' or '7 days',"
-                                 f" got {text!r}") from None
-    if seconds <= 0:
-        raise ValueError(f"the age must be more than zero, got {text!r}")
-    return seconds
-
-
-def _s3_region(text: str) -> str:
-    region = text.strip()
-    if not region or not set(region) <= _S3_REGION_CHARACTERS:
-        raise ValueError("expected a region name of lower-case letters, digits and '-'"
-                         f" such as 'us-east-1', got {text!r}")
-    return region
-
-
 def _s3_section(r: _Reader) -> S3Config:
     accounts_file = (r.optional("s3", "accounts.file") or "").strip()
     return S3Config(
         enabled=r.boolean("s3", "enabled", False),
         port=r.parsed("s3", "port", parse_server_endpoint, DEFAULT_S3_PORT),
         accounts_file=accounts_file or "private/s3-accounts",
-        region=r.parsed("s3", "region", _s3_region, "us-east-1"),
+        region=r.parsed("s3", "region", parse_s3_region, "us-east-1"),
         multipart_max_age=r.parsed("s3", "multipart.max_age", parse_age,
                                    DEFAULT_S3_MULTIPART_MAX_AGE))
 

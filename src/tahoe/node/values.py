@@ -251,3 +251,45 @@ def _check_hint_port(hint: str, port: str) -> None:
     except ValueError:
         raise ValueError(f"connection hint {hint!r} has port {port!r};"
                          " expected a number from 1 to 65535") from None
+
+
+#: Units of ``[s3]multipart.max_age`` besides :func:`parse_duration`'s days, months, years.
+_SHORT_AGE_UNITS = (("seconds", 1), ("second", 1), ("sec", 1), ("s", 1), ("minutes", 60),
+                    ("minute", 60), ("min", 60), ("hours", 3600), ("hour", 3600), ("h", 3600))
+_S3_REGION_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
+
+
+def parse_age(text: str) -> int:
+    """An age in seconds: a bare number of seconds, ``90 seconds``, ``30 min``, ``12 hours``,
+    or what :func:`parse_duration` takes (``7 days``, ``2mo``, ``1year``).
+
+    :raises ValueError: for anything else, or an age of zero.
+    """
+    rest = text.strip().lower()
+    seconds: int | None = None
+    if rest.isdigit():
+        seconds = int(rest)
+    else:
+        for unit, size in _SHORT_AGE_UNITS:
+            number = rest[:-len(unit)].strip()
+            if rest.endswith(unit) and number.isdigit():
+                seconds = int(number) * size
+                break
+        else:
+            try:
+                seconds = parse_duration(rest)
+            except ValueError:
+                raise ValueError("expected an age such as '3600', '12 hours' or '7 days',"
+                                 f" got {text!r}") from None
+    if seconds <= 0:
+        raise ValueError(f"the age must be more than zero, got {text!r}")
+    return seconds
+
+
+def parse_s3_region(text: str) -> str:
+    """An S3 region name (``[s3]region``): lower-case letters, digits and ``-``."""
+    region = text.strip()
+    if not region or not set(region) <= _S3_REGION_CHARACTERS:
+        raise ValueError("expected a region name of lower-case letters, digits and '-'"
+                         f" such as 'us-east-1', got {text!r}")
+    return region

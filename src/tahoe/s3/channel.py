@@ -23,13 +23,15 @@ from . import xmlio
 from .errors import S3Error
 
 __all__ = ["S3Request", "S3Site", "censor", "censored_log_line", "check_request", "header_dict",
-           "MAX_HEADER_SECTION", "MAX_BODY", "READ_HEADER_SECTION"]
+           "MAX_HEADER_SECTION", "MAX_OBJECT_SIZE", "MAX_BODY", "READ_HEADER_SECTION"]
 
 #: S3's limit on the header section of a request, in bytes.
 MAX_HEADER_SECTION = 8 * 1024
-#: The largest request body kept: S3's 5 GiB object or part, with room for the chunk
+#: S3's largest object of one PutObject, and largest part (5 GiB), decoded.
+MAX_OBJECT_SIZE = 5 * 1024 ** 3
+#: The largest request body kept: :data:`MAX_OBJECT_SIZE`, with room for the chunk
 #: headers of an aws-chunked body (1 % more).
-MAX_BODY = 5 * 1024 ** 3 * 101 // 100
+MAX_BODY = MAX_OBJECT_SIZE * 101 // 100
 #: The most bytes of request line and headers read: a request with more is answered at
 #: once (S3's XML error) and its connection closed.
 READ_HEADER_SECTION = 64 * 1024

@@ -41,7 +41,6 @@ from .store import gather
 __all__ = ["OPERATIONS"]
 
 MIN_PART_SIZE = 5 * 1024 * 1024
-MAX_PART_SIZE = 5 * 1024 ** 3
 MAX_PART_NUMBER = 10000
 #: Seconds between the spaces that keep a long Complete's answer alive.
 KEEPALIVE_SECONDS = 10.0
@@ -91,9 +90,6 @@ async def upload_part(context: Context) -> Answer:
     check_length(context)
     spool, size, digests = await context.payload.spool()
     try:
-        if size > MAX_PART_SIZE:
-            raise S3Error("EntityTooLarge", ProposedSize=str(size),
-                          MaxSizeAllowed=str(MAX_PART_SIZE))
         info = {"size": size, "md5": digests.md5_hex(), "last-modified": time.time(),
                 "checksums": digests.checksums()}
         await threads.deferToThread(staging.store_part, upload_id, number, spool, size, info)

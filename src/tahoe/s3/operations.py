@@ -39,8 +39,6 @@ __all__ = ["OPERATIONS", "object_headers", "put_metadata", "check_preconditions"
 
 #: S3's limit on the user metadata of an object (``x-amz-meta-*``), in bytes.
 MAX_METADATA = 2048
-#: S3's limit on a single PUT (5 GiB).
-MAX_PUT_SIZE = 5 * 1024 ** 3
 #: The most keys one DeleteObjects names.
 MAX_KEYS = 1000
 #: Deletes of one DeleteObjects under way at once.
@@ -214,9 +212,6 @@ async def put_object(context: Context) -> Answer:
     check_length(context)
     spool, size, digests = await context.payload.spool()
     try:
-        if size > MAX_PUT_SIZE:
-            raise S3Error("EntityTooLarge", ProposedSize=str(size),
-                          MaxSizeAllowed=str(MAX_PUT_SIZE))
         s3.update(etag=digests.md5_hex(), size=size, **{"last-modified": time.time()})
         s3["checksums"] = digests.checksums()
         if folder:

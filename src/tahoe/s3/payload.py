@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from twisted.internet import threads
 
+from .channel import MAX_OBJECT_SIZE
 from .errors import S3Error
 
 if TYPE_CHECKING:
@@ -75,7 +76,8 @@ class Payload:
         against the headers and trailers (Content-MD5, ``x-amz-checksum-*``,
         ``x-amz-content-sha256``).
 
-        :raises S3Error: ``BadDigest``, ``XAmzContentSHA256Mismatch``, ``IncompleteBody``,
+        :raises S3Error: ``EntityTooLarge`` (decoded over 5 GiB), ``BadDigest``,
+            ``XAmzContentSHA256Mismatch``, ``IncompleteBody``,
             ``SignatureDoesNotMatch`` (a chunk), ``InvalidDigest``...
         """
         from . import checksums
@@ -110,6 +112,11 @@ class Payload:
             raise
         out.flush()
         decoded = size if decoder is None else out.tell()
+        if decoded > MAX_OBJECT_SIZE:  # the channel let it in with room for chunk headers
+            if out is not self._content:
+                out.close()
+            raise S3Error("EntityTooLarge", ProposedSize=str(decoded),
+                          MaxSizeAllowed=str(MAX_OBJECT_SIZE))
         if decoder is None:
             checksums.verify_payload_hash(payload_hash, digests)
         given = dict(headers)
