@@ -207,3 +207,26 @@ def test_random_writes_read_back(size: int, writes: list[tuple[int, bytes]]) -> 
             model[offset:offset + len(data)] = data
     assert container.read_share_data(0, size + 10) == bytes(model)
     assert ImmutableContainer.open(file).leases() == [Lease(0, bytes(32), bytes(32), 0)]
+
+
+@given(st.integers(0, 300), st.integers(0, 300), st.binary(max_size=300))
+@settings(deadline=None)
+def test_a_new_container_made_with_its_first_write(size: int, offset: int, data: bytes) -> None:
+    """``new_container_writes`` gives the bytes of a created container with that write in,
+    touching pieces joined: a write of all the share data is one write of the whole file."""
+    lease = Lease(0, bytes(32), b"c" * 32, 7)
+    if offset + len(data) > size:
+        with pytest.raises(ValueError):
+            ic.new_container_writes(size, ic.pack_immutable_lease(lease), offset, data)
+        return
+    writes = ic.new_container_writes(size, ic.pack_immutable_lease(lease), offset, data)
+    made = MemoryFile()
+    for position, piece in writes:
+        made.write_at(position, piece)
+    expected = MemoryFile()
+    ImmutableContainer.create(expected, size, lease).write_share_data(offset, data)
+    assert made.getvalue() == expected.getvalue()
+    assert all(piece for _, piece in writes)
+    assert all(a + len(p) < b for (a, p), (b, _) in zip(writes, writes[1:]))
+    if offset == 0 and len(data) == size:
+        assert writes == [(0, expected.getvalue())]

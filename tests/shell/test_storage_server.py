@@ -130,14 +130,18 @@ def test_immutable_steps_match_tahoe(server: StorageServer, root: Path, clock: C
     alreadygot, writers = server.allocate_buckets(SI, RENEW1, CANCEL1, {0, 1}, 64)
     assert alreadygot == set() and isinstance(alreadygot, set)
     assert sorted(writers) == steps[0]["returned_writer_shnums"]
-    # Tahoe's incoming file's bytes, at our (flat) incoming path.
+    # Nothing on disk until the first write (Tahoe makes its incoming file at allocation)...
     incoming = paths.incoming_path(SI, 0)
     assert steps[0]["incoming_path"].endswith(f"/{paths.share_dir(SI).split('/')[-1]}/0")
-    assert (root / incoming).read_bytes().hex() == steps[0]["incoming_file_hex_right_after_allocate"]
-    assert (root / paths.share_dir(SI)).is_dir()
+    assert not (root / incoming).exists() and not (root / paths.share_dir(SI)).exists()
     assert server.get_buckets(SI) == {}
 
+    # ...which makes Tahoe's incoming file, with its data in, at our (flat) incoming path.
     writers[0].write(0, DATA[:40])
+    tahoe_incoming = bytearray.fromhex(steps[0]["incoming_file_hex_right_after_allocate"])
+    tahoe_incoming[12:52] = DATA[:40]
+    assert (root / incoming).read_bytes() == tahoe_incoming
+    assert server.get_buckets(SI) == {}
     writers[0].write(40, DATA[40:64])
     writers[0].close()
     writers[1].abort()
@@ -522,15 +526,24 @@ def test_random_immutable_writes_read_back(size: int, writes: list[tuple[int, by
 
 
 def test_writer_is_made_through_create(tmp_path: Path, clock: Clock) -> None:
-    """A writer made directly creates its incoming file with the container and lease."""
+    """A writer made directly makes its incoming file, container and lease, at the first
+    write, or at the close if nothing was written."""
     from tahoe.storage.leases import Lease
+    lease = Lease(0, bytes(32), bytes(32), 5)
     finished: list[BucketWriter] = []
     incoming = str(tmp_path / "in" / "0")
-    writer = BucketWriter.create(SI, 0, 8, Lease(0, bytes(32), bytes(32), 5), incoming,
+    writer = BucketWriter.create(SI, 0, 8, lease, incoming,
                                  str(tmp_path / "out" / "0"), clock, False, finished.append)
+    assert not os.path.exists(incoming)
+    writer.write(2, b"ab")
     assert os.path.getsize(incoming) == 12 + 8 + 72
     writer.close()
     assert finished == [writer] and (tmp_path / "out" / "0").exists()
+    empty = BucketWriter.create(SI, 1, 8, lease, str(tmp_path / "in" / "1"),
+                                str(tmp_path / "out" / "1"), clock, False, finished.append)
+    empty.close()
+    assert (tmp_path / "out" / "1").read_bytes()[12:] == bytes(8) + (
+        tmp_path / "out" / "0").read_bytes()[20:]
 
 
 def test_failed_writer_creation_leaves_nothing(root: Path, clock: Clock) -> None:

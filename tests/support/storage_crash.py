@@ -21,7 +21,7 @@ from typing import Any
 
 from twisted.internet.task import Clock
 
-from tahoe.storage import collector, disk, share_index
+from tahoe.storage import bucket, collector, disk, share_index
 from tahoe.storage.crawler import LeaseCheckingCrawler
 from tahoe.storage.immutable_container import ImmutableContainer
 from tahoe.storage.indexing import IndexKeeper
@@ -94,6 +94,10 @@ CRASH_POINTS: dict[str, Callable[[], None]] = {
     # the trim's last step, the file's cut (at the first trim, or at the second)
     "mid-lease-trim": lambda: _before(disk.DiskFile, "truncate"),
     "mid-second-lease-trim": lambda: _before(disk.DiskFile, "truncate", calls=2),
+    # an upload's share written whole into incoming/, not yet renamed into its bucket; or
+    # its bucket directory just made for it (the first rename found none), still empty
+    "before-share-rename": lambda: _before(bucket.os, "rename"),
+    "after-bucket-mkdir": lambda: _before(bucket.os, "rename", calls=2),
     # a rebuild from the files has written part of the index
     "mid-rebuild": lambda: _before(IndexKeeper, "scanned", calls=300),
 }

@@ -1,10 +1,16 @@
 """Bucket writers and readers: one immutable share being uploaded, or one being read.
 
 Follows ``storage-protocol.md`` §3 and §4.3. A writer's file lives under
-``shares/incoming/`` with its final size and first lease from the start,
-and is renamed into ``shares/`` by :meth:`BucketWriter.close`; until then no
-reader can see it, and a crash leaves it where the next server start
-deletes it.
+``shares/incoming/`` and is renamed into ``shares/`` by
+:meth:`BucketWriter.close`; until then no reader can see it, and a crash
+leaves it where the next server start deletes it.
+
+The file is made by the first write, not by the allocation (Tahoe 1.20 makes
+it at allocation): header, that write's data and the first lease together,
+at the file's final size. A share whose data comes in one write, as every
+small share over HTTPS does, is then one ``open``, one ``pwrite`` and one
+``rename`` on disk, and its file holds Tahoe's bytes from the start. A share
+closed without any write (Foolscap allows it) gets its file at the close.
 """
 from __future__ import annotations
 
@@ -20,12 +26,16 @@ from . import disk
 from .arguments import check_offset
 from .errors import (BadRequest, BucketWriterClosed, ConflictingWriteError, DataTooLargeError,
                      ShareGone)
-from .immutable_container import CURRENT_VERSION, ImmutableContainer
-from .leases import Lease
+from .immutable_container import (CURRENT_VERSION, HEADER_SIZE, ImmutableContainer,
+                                  new_container_writes)
+from .leases import IMMUTABLE_LEASE_SIZE, Lease, pack_immutable_lease
 from .ranges import RangeSet
 
 #: A writer that sees no call for this long aborts itself (seconds).
 INACTIVITY_TIMEOUT = 30 * 60
+#: The largest file offset the system can address (``off_t``).
+MAX_FILE_SIZE = 2 ** 63 - 1
+DATA_OFFSET_AND_LEASE = HEADER_SIZE + IMMUTABLE_LEASE_SIZE
 
 
 class WriterState(enum.Enum):
@@ -47,13 +57,20 @@ class BucketWriter:
     _log = Logger()
 
     def __init__(self, storage_index: bytes, shnum: int, allocated_size: int,
-                 incoming_path: str, final_path: str, clock: IReactorTime, discard: bool,
+                 first_lease: Lease, incoming_path: str, final_path: str,
+                 clock: IReactorTime, discard: bool,
                  on_finish: Callable[["BucketWriter"], None],
                  lock: ContextManager[Any] | None = None) -> None:
-        """Use :meth:`create`, which also makes the incoming file."""
+        """Use :meth:`create`, which checks the size first."""
         self.storage_index = storage_index
         self.shnum = shnum
         self.allocated_size = allocated_size
+        #: The expiration of the lease the share is made with.
+        self.expiration = first_lease.expiration
+        #: Disk bytes of the share file (``st_blocks`` × 512) after its last change.
+        self.disk_bytes = 0
+        self._lease_record = pack_immutable_lease(first_lease)
+        self._made = False
         self._incoming = incoming_path
         self._final = final_path
         self._discard = discard
@@ -68,24 +85,18 @@ class BucketWriter:
                incoming_path: str, final_path: str, clock: IReactorTime, discard: bool,
                on_finish: Callable[["BucketWriter"], None],
                lock: ContextManager[Any] | None = None) -> "BucketWriter":
-        """Create the incoming container (final size, lease included) and its writer.
+        """A writer for a new share (its incoming file is made by the first write).
 
         :param first_lease: in stored (hashed, version 2) form.
         :param on_finish: called once, with the writer, when it closes or aborts.
         :param lock: held while the share moves into its bucket (garbage collection,
             in another thread, may be removing that directory).
-        :raises FileExistsError: if the incoming file exists already.
+        :raises OverflowError: for a size no file can have.
         """
-        try:
-            with disk.create_file(incoming_path) as file:
-                ImmutableContainer.create(file, allocated_size, first_lease)
-        except FileExistsError:
-            raise
-        except BaseException:
-            disk.remove_quietly(incoming_path)
-            raise
-        return cls(storage_index, shnum, allocated_size, incoming_path, final_path, clock,
-                   discard, on_finish, lock)
+        if DATA_OFFSET_AND_LEASE + allocated_size > MAX_FILE_SIZE:
+            raise OverflowError(f"a share of {allocated_size} bytes is larger than a file can be")
+        return cls(storage_index, shnum, allocated_size, first_lease, incoming_path, final_path,
+                   clock, discard, on_finish, lock)
 
     @property
     def state(self) -> WriterState:
@@ -125,6 +136,10 @@ class BucketWriter:
             # to tell when a share is complete (Tahoe 1.20 forgets, and its uploads hang).
             self._written.add(offset, end)
             return
+        if not self._made:
+            self._make_file(offset, data)
+            self._written.add(offset, end)
+            return
         overlaps = self._written.overlaps(offset, end)
         with disk.open_file(self._incoming, writable=True) as file:
             container = ImmutableContainer(file, CURRENT_VERSION, 1, self.allocated_size)
@@ -134,7 +149,25 @@ class BucketWriter:
                     if container.read_share_data(start, stop - start) != view[start - offset:stop - offset]:
                         raise ConflictingWriteError(start, stop)
             container.write_share_data(offset, data)
+            self.disk_bytes = file.disk_bytes()
         self._written.add(offset, end)
+
+    def _make_file(self, offset: int, data: bytes) -> None:
+        """Create the incoming file: header, ``data`` at ``offset`` and the lease, each
+        contiguous run in one ``pwrite`` (the whole share in one, when ``data`` is all of
+        it). A file the disk refuses part way goes again."""
+        try:
+            with disk.create_file(self._incoming) as file:
+                for position, piece in new_container_writes(
+                        self.allocated_size, self._lease_record, offset, data):
+                    file.write_at(position, piece)
+                self.disk_bytes = file.disk_bytes()
+        except FileExistsError:
+            raise
+        except BaseException:
+            disk.remove_quietly(self._incoming)
+            raise
+        self._made = True
 
     def missing(self) -> list[tuple[int, int]]:
         """The half-open ranges of the share data not written yet, in order."""
@@ -155,6 +188,8 @@ class BucketWriter:
         :raises BucketWriterClosed: if already closed, aborted or timed out.
         """
         self._require(WriterState.OPEN, "close")
+        if not self._made:  # never written (or discarding): the empty container now
+            self._make_file(0, b"")
         with self._lock:
             try:
                 os.rename(self._incoming, self._final)
@@ -169,10 +204,9 @@ class BucketWriter:
         """Delete the incoming file and give back its space; a no-op once finished."""
         if self._state is not WriterState.OPEN:
             return
-        disk.remove_quietly(self._incoming)
+        if self._made:
+            disk.remove_quietly(self._incoming)
         self._finish(WriterState.ABORTED)
-        # Left empty by allocate_buckets if no other share of this SI arrived.
-        disk.remove_empty_dirs(os.path.dirname(self._final))
 
     def _timed_out(self) -> None:
         self._log.info("bucket writer {si}/{shnum} timed out; aborting",

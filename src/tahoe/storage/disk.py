@@ -61,6 +61,10 @@ class DiskFile:
         """The open file's status (size, blocks, times)."""
         return os.fstat(self._fd)
 
+    def disk_bytes(self) -> int:
+        """Bytes of disk the file uses (``st_blocks`` × 512)."""
+        return getattr(os.fstat(self._fd), "st_blocks", 0) * 512
+
     def truncate(self, size: int) -> None:
         """Cut (or zero-extend) the file to ``size`` bytes."""
         os.ftruncate(self._fd, size)

@@ -62,6 +62,30 @@ def parse_header(data: bytes) -> ImmutableHeader:
     return ImmutableHeader(version, length_field, count)
 
 
+def new_container_writes(allocated_size: int, lease_record: bytes, offset: int, data: bytes,
+                         version: int = CURRENT_VERSION) -> list[tuple[int, bytes]]:
+    """The writes, ``(file offset, bytes)``, that make a new container of its final size in
+    an empty file: the header, ``data`` at share-data ``offset`` and one lease record.
+    Pieces that touch are joined, so a ``data`` that is the whole share data gives one
+    write; the bytes in between are left as a hole (zeros).
+
+    :raises ValueError: for a negative size, or data that does not fit.
+    """
+    if allocated_size < 0:
+        raise ValueError("allocated_size must not be negative")
+    if offset < 0 or offset + len(data) > allocated_size:
+        raise ValueError("the data does not fit in the share")
+    pieces = [(0, pack_header(version, allocated_size, 1)), (DATA_OFFSET + offset, data),
+              (DATA_OFFSET + allocated_size, lease_record)]
+    writes: list[tuple[int, bytes]] = []
+    for position, piece in pieces:
+        if writes and writes[-1][0] + len(writes[-1][1]) == position:
+            writes[-1] = (writes[-1][0], writes[-1][1] + piece)
+        elif piece:
+            writes.append((position, piece))
+    return writes
+
+
 class ImmutableContainer:
     """One immutable share container over a :class:`RandomAccessFile`.
 
@@ -113,12 +137,11 @@ class ImmutableContainer:
 
         :raises ValueError: for a negative size or an unknown version.
         """
-        if allocated_size < 0:
-            raise ValueError("allocated_size must not be negative")
         if version not in VERSIONS:
             raise ValueError(f"immutable container version {version} is not 1 or 2")
-        file.write_at(DATA_OFFSET + allocated_size, pack_immutable_lease(first_lease))
-        file.write_at(0, pack_header(version, allocated_size, 1))
+        for offset, piece in new_container_writes(allocated_size, pack_immutable_lease(first_lease),
+                                                  0, b"", version):
+            file.write_at(offset, piece)
         return cls(file, version, 1, allocated_size)
 
     @property

@@ -41,12 +41,13 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+import attrs
 from twisted.logger import Logger
 
 from . import paths
 from .bucket_locks import LOCK_NAME, BucketLocks, StripeLock
 from .share_index import INDEX_NAME, IndexedShare, ShareIndex, prefix_number
-from .share_scan import scan_share
+from .share_scan import disk_bytes, scan_share
 
 PREFIXES = 1024
 
@@ -234,17 +235,23 @@ class IndexKeeper:
         turn's end (``clock.callLater(0, ...)``), in one transaction (:meth:`share_closed`)."""
         self._batch_clock = clock
 
-    def share_closed(self, storage_index: bytes, shnum: int) -> None:
+    def share_closed(self, storage_index: bytes, shnum: int,
+                     share: IndexedShare | None = None) -> None:
         """A new immutable share moved into its bucket. Its row is written at once, or, when
         batching (:meth:`batch_closes`), with the other shares closed in the same reactor
         turn, after them all; sooner if the server asks the index about that storage index
         meanwhile. The index runs late, never ahead: a crash before the write leaves a
         share without its row, which a crash makes the index rebuild anyway. No lock of the
-        bucket is needed: garbage collection never touches a share with a new lease."""
+        bucket is needed: garbage collection never touches a share with a new lease.
+
+        :param share: its row, from the writer that made the file (then the file is not
+            read again; its bucket directory's disk use is looked up when the row is
+            written), or None to read it.
+        """
         if self._batch_clock is None:
-            self.refresh([(storage_index, shnum)])
+            self._write_closed({(storage_index, shnum): share})
             return
-        self._closed_pending[(storage_index, shnum)] = None
+        self._closed_pending[(storage_index, shnum)] = share
         if self._flush_call is None:
             self._flush_call = self._batch_clock.callLater(0, self.flush_closed)
 
@@ -254,8 +261,22 @@ class IndexKeeper:
         if call is not None and call.active():
             call.cancel()
         if self._closed_pending:
-            keys, self._closed_pending = list(self._closed_pending), {}
-            self.refresh(keys)
+            pending, self._closed_pending = self._closed_pending, {}
+            self._write_closed(pending)
+
+    def _write_closed(self, shares: dict[tuple[bytes, int], IndexedShare | None]) -> None:
+        """:meth:`refresh` these closed shares, taking the rows given instead of reading
+        their files (one ``stat`` of each bucket directory for its disk use)."""
+        buckets: dict[bytes, int] = {}
+
+        def read(storage_index: bytes, shnum: int) -> IndexedShare | None:
+            share = shares[(storage_index, shnum)]
+            if share is None:
+                return self._read_share(storage_index, shnum)
+            if storage_index not in buckets:
+                buckets[storage_index] = disk_bytes(self.bucket_dir(storage_index))
+            return attrs.evolve(share, bucket_disk_bytes=buckets[storage_index])
+        self.refresh(list(shares), read)
 
     def shares_changed(self, storage_index: bytes, shnums: Iterable[int]) -> None:
         """Several shares of one storage index changed (none: nothing to do)."""
@@ -263,16 +284,20 @@ class IndexKeeper:
         if keys:
             self.refresh(keys)
 
-    def refresh(self, keys: Iterable[tuple[bytes, int]]) -> None:
+    def refresh(self, keys: Iterable[tuple[bytes, int]],
+                read: Callable[[bytes, int], IndexedShare | None] | None = None) -> None:
         """Read these shares' files again and write what they hold now (on the reactor
-        thread, after the files changed): a row for each file, none for a file gone."""
+        thread, after the files changed): a row for each file, none for a file gone.
+
+        :param read: gives a share's row (None: its file is gone); by default its file's.
+        """
         keys = list(keys)
         for storage_index, shnum in keys:
             prefix = prefix_number(storage_index)
             if not self.prefix_indexed(prefix):
                 self._touched.setdefault(prefix, set()).add((storage_index, shnum))
         try:
-            self.index.update(keys, self._read_share)
+            self.index.update(keys, read or self._read_share)
         except sqlite3.Error as error:
             # The files changed and the index could not follow (a full disk?): from now on
             # it is not trusted; the files answer until the lease checker has rebuilt it.

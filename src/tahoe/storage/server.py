@@ -34,13 +34,14 @@ from .arguments import (check_allocated_size, check_secret, check_share_number,
 from .bucket import BucketReader, BucketWriter, WriterState
 from .containers import ShareKind, open_container
 from .errors import BadRequest, ContainerError, NoSpace, WrongShareKind
-from .immutable_container import ImmutableContainer
+from .immutable_container import HEADER_SIZE, ImmutableContainer
 from .indexing import IndexKeeper
-from .leases import OWNER_ADD_LEASE, OWNER_ALLOCATE, expiration_for, new_lease
+from .leases import (IMMUTABLE_LEASE_SIZE, OWNER_ADD_LEASE, OWNER_ALLOCATE, expiration_for,
+                     new_lease)
 from .mutable_container import MAX_SIZE as MAX_MUTABLE_SIZE
 from .mutable_container import MutableContainer
 from .quarantine import QUARANTINE_DIR, quarantine_if_corrupt
-from .share_index import CORRUPT, IMMUTABLE, MUTABLE
+from .share_index import CORRUPT, IMMUTABLE, MUTABLE, IndexedShare
 from .slots import SlotOperations
 from .space import available_space, fit_allocations, remaining_space, reported_space
 
@@ -209,10 +210,11 @@ class StorageServer:
         expiration = expiration_for(self._clock.seconds())
 
         held: dict[int, str] = {}
-        with self._changing(storage_index, lambda: held):
-            held = self._share_files(storage_index)
-            self._renew_or_add_leases(held, OWNER_ALLOCATE, renew_secret, cancel_secret,
-                                      expiration, kinds=(ShareKind.IMMUTABLE,))
+        if self._may_hold_shares(storage_index):
+            with self._changing(storage_index, lambda: held):
+                held = self._share_files(storage_index)
+                self._renew_or_add_leases(held, OWNER_ALLOCATE, renew_secret, cancel_secret,
+                                          expiration, kinds=(ShareKind.IMMUTABLE,))
 
         candidates = [n for n in sorted(requested) if n not in held
                       and not self._upload_in_progress(storage_index, n)]
@@ -385,18 +387,24 @@ class StorageServer:
             return {shnum: path for shnum, (path, _) in indexed.items()}
         return disk.list_shares(self._path(paths.share_dir_parts(storage_index)))
 
+    def _may_hold_shares(self, storage_index: bytes) -> bool:
+        """False when the index (trusted for this storage index) holds no share of it: then
+        there is no lease to renew, and no need to take the bucket's lock to find that out
+        (only this thread adds shares; garbage collection only takes them away)."""
+        return self.index.indexed_shares(storage_index) != {}
+
     def _upload_in_progress(self, storage_index: bytes, shnum: int) -> bool:
-        return ((storage_index, shnum) in self._writers
-                or os.path.exists(self._path(paths.incoming_path_parts(storage_index, shnum))))
+        # (incoming/ holds only the files of this server's writers: it is emptied at start)
+        return (storage_index, shnum) in self._writers
 
     def _create_writers(self, storage_index: bytes, shnums: list[int], allocated_size: int,
                         renew_secret: bytes, cancel_secret: bytes,
                         expiration: int) -> dict[int, BucketWriter]:
-        """A writer per share number; if one cannot be made, none is left behind."""
+        """A writer per share number (nothing on disk yet: see :mod:`.bucket`); if one cannot
+        be made, none is left behind."""
         writers: dict[int, BucketWriter] = {}
         if not shnums:
             return writers
-        os.makedirs(self._path(paths.share_dir_parts(storage_index)), exist_ok=True)
         lease = new_lease(OWNER_ALLOCATE, renew_secret, cancel_secret, expiration, hashed=True)
         try:
             for shnum in shnums:
@@ -410,15 +418,17 @@ class StorageServer:
         except BaseException:
             for writer in writers.values():
                 writer.abort()
-            share_dir = self._path(paths.share_dir_parts(storage_index))
-            disk.remove_empty_dirs(share_dir, os.path.dirname(share_dir))
             raise
         return writers
 
     def _writer_finished(self, writer: BucketWriter) -> None:
         self._writers.pop((writer.storage_index, writer.shnum), None)
         if writer.state is WriterState.CLOSED:
-            self.index.share_closed(writer.storage_index, writer.shnum)
+            # the writer made the file: its row needs no reading of it
+            self.index.share_closed(writer.storage_index, writer.shnum, IndexedShare(
+                writer.storage_index, writer.shnum, IMMUTABLE,
+                HEADER_SIZE + writer.allocated_size + IMMUTABLE_LEASE_SIZE, writer.disk_bytes,
+                0, writer.allocated_size, (writer.expiration,)))
         for listener in self._writer_listeners:
             listener(writer)
 
