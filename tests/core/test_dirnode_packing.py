@@ -212,6 +212,33 @@ def test_unusable_entries_are_skipped() -> None:
     assert set(unpack_children(netstring(bad) + netstring(mut), None)) == {"mut"}
 
 
+def test_entries_parsed_before_are_reused_and_only_those() -> None:
+    """With ``known``, a second read parses only the entries that changed: the others
+    are the same objects as before; the map then holds this version's entries only,
+    skipped ones included, and the result equals a parse without it."""
+    table = {name: Entry(child, metadata) for name, (child, metadata) in _mutable_table().items()}
+    first = pack_children(table, WRITEKEY)
+    known: dict = {}
+    before = unpack_children(first, WRITEKEY, known=known)
+    assert before == unpack_children(first, WRITEKEY) and len(known) == len(before)
+    renamed = dict(before)
+    dropped = sorted(renamed)[0]
+    del renamed[dropped]
+    renamed["added"] = Entry(child_from_caps(CHK), {"k": 2})
+    bad = netstring(b"bad") + netstring(b"URI:CHK:nonsense") + netstring(b"") + netstring(b"{}")
+    second = pack_children(renamed, WRITEKEY) + netstring(bad)
+    after = unpack_directory(second, WRITEKEY, known=known)
+    assert after.children == unpack_children(second, WRITEKEY)
+    assert [name for name, _ in after.skipped] == ["bad"]
+    for name, entry in after.children.items():
+        assert (entry is before.get(name)) == (name != "added")
+    assert len(known) == len(after.children) + 1
+    assert all(found is not before[dropped] for _, found in known.values())
+    again = unpack_directory(second, WRITEKEY, known=known)
+    assert again.skipped == after.skipped and all(
+        again.children[name] is entry for name, entry in after.children.items())
+
+
 _CAPS = st.one_of(mutable_caps(), immutable_caps(), directory_caps()).map(lambda c: c.to_string())
 _CHILD_CAPS = st.one_of(
     st.tuples(_CAPS, st.none()),

@@ -60,6 +60,33 @@ def test_random_salts_give_different_valid_signatures() -> None:
         assert key.verifying_key().is_valid(b"message", signature)
 
 
+def test_openssl_signatures_are_what_pycryptodome_checks() -> None:
+    """A signature OpenSSL makes (no salt given) verifies by pycryptodome's PSS, and a
+    fixed-salt one by pycryptodome verifies here (by OpenSSL), for e=65537 and e=17."""
+    from Crypto.Hash import SHA256
+    from Crypto.Signature import pss
+    for vector in (FIXED, LEGACY):
+        der = bytes.fromhex(vector["private_key_pkcs8_der_hex"])
+        key = SigningKey.from_der(der)
+        public = RSA.import_key(key.verifying_key().der)
+        signature = key.sign(b"prefix")
+        pss.new(public, salt_bytes=32).verify(SHA256.new(b"prefix"), signature)
+        key.verifying_key().verify(b"prefix", key.sign(b"prefix", salt=PSS_SALT))
+
+
+def test_a_refused_signature_stays_refused() -> None:
+    """Outcomes are remembered by their bytes: a bad signature checked twice fails twice,
+    and the good one beside it still verifies."""
+    key = SigningKey.from_der(bytes.fromhex(FIXED["private_key_pkcs8_der_hex"]))
+    public = key.verifying_key()
+    signature = key.sign(b"abc")
+    forged = bytes([signature[0] ^ 1]) + signature[1:]
+    for _ in range(2):
+        assert not public.is_valid(b"abc", forged)
+        assert public.is_valid(b"abc", signature)
+        assert not public.is_valid(b"abd", signature)
+
+
 def test_bad_signatures_are_refused() -> None:
     """A changed message, a flipped bit or a wrong length fails verification."""
     key = SigningKey.from_der(bytes.fromhex(FIXED["private_key_pkcs8_der_hex"]))

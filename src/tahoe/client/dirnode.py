@@ -23,7 +23,8 @@ from ..caps.immutable import CHKReadCap, LiteralCap
 from ..caps.mutable import MDMFWriteCap, MutableFormat, SSKWriteCap
 from ..dirnode.children import ChildNode
 from ..dirnode.errors import DirnodeError, NotWriteableError
-from ..dirnode.packing import Entry, pack_children, pack_new_directory, unpack_children
+from ..dirnode.packing import (Entry, ParsedEntries, pack_children, pack_new_directory,
+                               unpack_children)
 from ..mutable.keys import MutableKeys
 from .mutable import MutableClient, MutableFileNode
 from .uploadable import BytesUploadable
@@ -92,6 +93,9 @@ class DirectoryNode:
             else None
         self._queue: list[tuple[Change, Deferred]] = []
         self._flushing = False
+        # The entries of the last version read or changed here, by their bytes: a
+        # read-modify-write parses only what changed since (see unpack_directory).
+        self._parsed: ParsedEntries = {}
 
     async def read_bytes(self) -> bytes:
         """The directory's packed plaintext."""
@@ -109,7 +113,7 @@ class DirectoryNode:
         :raises CorruptDirectory: when the contents cannot be parsed.
         """
         data = await self.read_bytes()
-        return unpack_children(data, self.writekey, mutable=self.is_mutable)
+        return unpack_children(data, self.writekey, mutable=self.is_mutable, known=self._parsed)
 
     async def change(self, change: Change) -> Any:
         """Apply one change (queued and coalesced with others); returns its result.
@@ -142,7 +146,7 @@ class DirectoryNode:
 
         def modifier(old: bytes, first_time: bool) -> bytes | None:
             outcomes.clear()
-            children = unpack_children(old, writekey, mutable=True)
+            children = unpack_children(old, writekey, mutable=True, known=self._parsed)
             changed = False
             for change, _ in batch:
                 try:

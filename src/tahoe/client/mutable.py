@@ -404,7 +404,7 @@ class MutableFileNode:
         salts = [os.urandom(16) for _ in range(salts_needed(self.format, len(data), needed))]
         args = (self.format, data, keys)
         kwargs = dict(seqnum=smap.next_seqnum(), needed=needed, total=total, salts=salts,
-                      pss_salt=os.urandom(32))
+                      pss_salt=None)
         if len(data) > 256 * 1024:
             encoded = await deferToThread(encode_version, *args, **kwargs)
         else:

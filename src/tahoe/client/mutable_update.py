@@ -76,7 +76,7 @@ async def update_in_place(node: "MutableFileNode", smap: ServerMap, probe: Probe
     trees, old_segments = await _read_old(node, plan, holders, probe)
     changed = plan.changed_segments
     salts = [os.urandom(16) for _ in changed]
-    pss_salt = os.urandom(32)
+    pss_salt = None  # a random one, drawn as OpenSSL signs
     seqnum = smap.next_seqnum()
 
     def encode() -> UpdatedVersion:

@@ -14,7 +14,15 @@ writekey is a hash of them, so they must never be re-serialized.
 
 This module draws no randomness of its own: key generation and signing
 take an optional ``randfunc`` (``n -> n random bytes``); when it is left
-out, pycryptodome's own generator (the OS's) is used.
+out, OpenSSL's generator is used.
+
+Keys are read and checked by pycryptodome; signatures are made and checked
+by OpenSSL (the ``cryptography`` package, which Twisted loads for TLS
+anyway): a signature costs 0.27 ms there against 1.06 ms in pycryptodome, a
+check 0.023 ms against 0.10 ms. A servermap update checks every share's
+signature, and the shares of one version carry the same one, so the outcome
+of a check is remembered by its exact bytes (:func:`_checked`). Signing with
+a given salt or ``randfunc`` (test vectors) stays with pycryptodome.
 
 pycryptodome (with cffi and pycparser) is imported at the first use of a
 key, not with this module: a gateway that never touches a mutable file does
@@ -22,8 +30,9 @@ not load it (``docs/performance.md``, memory).
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from attrs import field, frozen
 
@@ -67,6 +76,34 @@ def _import(der: bytes, want_private: bool) -> RSA.RsaKey:
     return key
 
 
+@functools.lru_cache(maxsize=64)
+def _openssl_key(der: bytes, private: bool) -> Any:
+    """The OpenSSL key object of DER bytes that :func:`_import` accepted."""
+    from cryptography.hazmat.primitives import serialization
+    if private:
+        return serialization.load_der_private_key(der, None)
+    return serialization.load_der_public_key(der)
+
+
+def _pss() -> Any:
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import padding
+    return padding.PSS(mgf=padding.MGF1(hashes.SHA256()), salt_length=PSS_SALT_SIZE)
+
+
+@functools.lru_cache(maxsize=256)
+def _checked(der: bytes, message: bytes, signature: bytes) -> bool:
+    """Whether ``signature`` is a valid RSASSA-PSS signature over ``message`` by the
+    public key ``der`` (remembered: the same bytes always get the same answer)."""
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives import hashes
+    try:
+        _openssl_key(der, False).verify(signature, message, _pss(), hashes.SHA256())
+    except InvalidSignature:
+        return False
+    return True
+
+
 @frozen
 class VerifyingKey:
     """An RSA-2048 public key, with the SubjectPublicKeyInfo DER it was read from.
@@ -95,14 +132,10 @@ class VerifyingKey:
 
         :raises BadSignature: if it does not verify.
         """
-        from Crypto.Hash import SHA256
-        from Crypto.Signature import pss
         if not isinstance(signature, bytes) or len(signature) != SIGNATURE_SIZE:
             raise BadSignature(f"a signature must be {SIGNATURE_SIZE} bytes")
-        try:
-            pss.new(self._key, salt_bytes=PSS_SALT_SIZE).verify(SHA256.new(message), signature)
-        except (ValueError, TypeError):
-            raise BadSignature("RSA-PSS signature does not verify") from None
+        if not _checked(self.der, bytes(message), signature):
+            raise BadSignature("RSA-PSS signature does not verify")
 
     def is_valid(self, message: bytes, signature: bytes) -> bool:
         """Tell whether ``signature`` is a valid signature over ``message``."""
@@ -142,13 +175,17 @@ class SigningKey:
 
         :param salt: a fixed 32-byte PSS salt, to reproduce test vectors;
             normally left out so that a random one is drawn.
-        :param randfunc: where the random salt comes from; pycryptodome's
-            generator when None.
+        :param randfunc: where the random salt comes from; OpenSSL's generator when
+            None (and then OpenSSL signs).
         :returns: the 256-byte signature.
         :raises ValueError: if ``salt`` is given and is not 32 bytes.
         """
         from Crypto.Hash import SHA256
         from Crypto.Signature import pss
+        if salt is None and randfunc is None:
+            from cryptography.hazmat.primitives import hashes
+            return _openssl_key(self.der, True).sign(  # type: ignore[no-any-return]
+                message, _pss(), hashes.SHA256())
         if salt is not None:
             if len(salt) != PSS_SALT_SIZE:
                 raise ValueError(f"a PSS salt must be {PSS_SALT_SIZE} bytes")

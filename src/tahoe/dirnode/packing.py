@@ -178,53 +178,81 @@ def _split(data: bytes, position: int, what: str) -> tuple[bytes, int]:
         raise CorruptDirectory(f"{what}: {error}") from None
 
 
-def unpack_directory(data: bytes, writekey: bytes | None, *, mutable: bool = True
-                     ) -> UnpackedDirectory:
+def _parse_entry(entry: bytes, writekey: bytes | None, mutable: bool
+                 ) -> tuple[str, Entry | str]:
+    """One entry's NFC name, and its :class:`Entry` or why it is skipped."""
+    fields = []
+    inner = 0
+    for what in ("name", "ro_uri", "rwcapdata", "metadata"):
+        value, inner = _split(entry, inner, what)
+        fields.append(value)
+    name_bytes, ro_uri, rwcapdata, metadata_json = fields
+    if not mutable and rwcapdata:
+        raise CorruptDirectory("an entry of an immutable directory has a write cap")
+    try:
+        name = normalize_name(name_bytes.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise CorruptDirectory(f"child name is not UTF-8: {name_bytes[:40]!r}") from None
+    rw_uri = decrypt_rwcapdata(writekey, rwcapdata) if writekey is not None else b""
+    child = child_from_caps(rw_uri.rstrip(b" ") or None, ro_uri.rstrip(b" ") or None,
+                            deep_immutable=not mutable, name=name)
+    if child.error is not None:
+        return name, str(child.error)
+    if not mutable and not child.is_allowed_in_immutable_directory():
+        return name, "mutable cap in an immutable directory"
+    try:
+        metadata = json.loads(metadata_json)
+    except (ValueError, RecursionError) as error:
+        raise CorruptDirectory(f"metadata of {name!r} is not JSON: {error}") from None
+    if not isinstance(metadata, dict):
+        raise CorruptDirectory(f"metadata of {name!r} is not a JSON object")
+    return name, Entry(child, metadata, raw=entry)
+
+
+#: What :func:`unpack_directory` parsed, by entry bytes: (name, entry or skip reason).
+ParsedEntries = dict[bytes, tuple[str, "Entry | str"]]
+
+
+def unpack_directory(data: bytes, writekey: bytes | None, *, mutable: bool = True,
+                     known: ParsedEntries | None = None) -> UnpackedDirectory:
     """Parse a directory's plaintext.
 
     :param writekey: the directory's writekey to decrypt write caps; None
         for a read-only view (children then carry only their read caps).
     :param mutable: False for immutable directories (DIR2-CHK, DIR2-LIT).
+    :param known: the entries of an earlier parse with the same ``writekey`` and
+        ``mutable``, by their bytes: an entry found there is not parsed again (a
+        directory changed in place is read before each change, and most of its
+        entries are as they were; parsing one costs a key derivation, AES, cap
+        parsing and JSON). Replaced by this parse's entries, so it holds no more
+        than one version's. Entries are shared between parses: treat them as
+        read-only, as :class:`Entry` asks.
     :raises CorruptDirectory: for broken netstrings, non-UTF-8 names,
         metadata that is not a JSON object, or rwcapdata in an immutable directory.
     """
     children: dict[str, Entry] = {}
     skipped: list[tuple[str, str]] = []
+    parsed_now: ParsedEntries = {}
     position = 0
     while position < len(data):
         entry, position = _split(data, position, "directory entry")
-        fields = []
-        inner = 0
-        for what in ("name", "ro_uri", "rwcapdata", "metadata"):
-            value, inner = _split(entry, inner, what)
-            fields.append(value)
-        name_bytes, ro_uri, rwcapdata, metadata_json = fields
-        if not mutable and rwcapdata:
-            raise CorruptDirectory("an entry of an immutable directory has a write cap")
-        try:
-            name = normalize_name(name_bytes.decode("utf-8"))
-        except UnicodeDecodeError:
-            raise CorruptDirectory(f"child name is not UTF-8: {name_bytes[:40]!r}") from None
-        rw_uri = decrypt_rwcapdata(writekey, rwcapdata) if writekey is not None else b""
-        child = child_from_caps(rw_uri.rstrip(b" ") or None, ro_uri.rstrip(b" ") or None,
-                                deep_immutable=not mutable, name=name)
-        if child.error is not None:
-            skipped.append((name, str(child.error)))
-            continue
-        if not mutable and not child.is_allowed_in_immutable_directory():
-            skipped.append((name, "mutable cap in an immutable directory"))
-            continue
-        try:
-            metadata = json.loads(metadata_json)
-        except (ValueError, RecursionError) as error:
-            raise CorruptDirectory(f"metadata of {name!r} is not JSON: {error}") from None
-        if not isinstance(metadata, dict):
-            raise CorruptDirectory(f"metadata of {name!r} is not a JSON object")
-        children[name] = Entry(child, metadata, raw=entry)
+        parsed = known.get(entry) if known is not None else None
+        if parsed is None:
+            parsed = _parse_entry(entry, writekey, mutable)
+        if known is not None:
+            parsed_now[entry] = parsed
+        name, found = parsed
+        if isinstance(found, str):
+            skipped.append((name, found))
+        else:
+            children[name] = found
+    if known is not None:
+        known.clear()
+        known.update(parsed_now)
     return UnpackedDirectory(children, tuple(skipped))
 
 
-def unpack_children(data: bytes, writekey: bytes | None, *, mutable: bool = True
-                    ) -> dict[str, Entry]:
+def unpack_children(data: bytes, writekey: bytes | None, *, mutable: bool = True,
+                    known: ParsedEntries | None = None) -> dict[str, Entry]:
     """The child table of a directory's plaintext (see :func:`unpack_directory`)."""
-    return unpack_directory(data, writekey, mutable=mutable).children
+    return unpack_directory(data, writekey, mutable=mutable, known=known).children

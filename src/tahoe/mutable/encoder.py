@@ -83,12 +83,12 @@ def salts_needed(file_format: MutableFormat, data_length: int, needed: int,
     return Geometry(size, data_length, needed).num_segments
 
 
-def _check_common(seqnum: int, needed: int, total: int, pss_salt: bytes) -> None:
+def _check_common(seqnum: int, needed: int, total: int, pss_salt: bytes | None) -> None:
     if not 0 <= seqnum <= MAX_SEQNUM:
         raise BadEncodingParameters(f"seqnum {seqnum} outside 0..2**64-1")
     if not 1 <= needed <= total <= MAX_SHARES:
         raise BadEncodingParameters(f"need 1 <= k <= N <= {MAX_SHARES}, got k={needed} N={total}")
-    if len(pss_salt) != PSS_SALT_SIZE:
+    if pss_salt is not None and len(pss_salt) != PSS_SALT_SIZE:
         raise BadEncodingParameters(f"the PSS salt must be {PSS_SALT_SIZE} bytes")
 
 
@@ -105,11 +105,11 @@ def _fec(codec: SegmentCodec, crypttext: bytes) -> list[bytes]:
 
 
 def encode_sdmf(plaintext: bytes, keys: MutableKeys, *, seqnum: int, needed: int, total: int,
-                iv: bytes, pss_salt: bytes) -> EncodedVersion:
+                iv: bytes, pss_salt: bytes | None) -> EncodedVersion:
     """Encode an SDMF version (§4.2).
 
     :param iv: 16 random bytes.
-    :param pss_salt: 32 random bytes for the signature.
+    :param pss_salt: 32 bytes for the signature (test vectors); None: a random salt.
     :raises BadEncodingParameters: for k, N, seqnum or salts out of range.
     """
     _check_common(seqnum, needed, total, pss_salt)
@@ -140,12 +140,12 @@ def encode_sdmf(plaintext: bytes, keys: MutableKeys, *, seqnum: int, needed: int
 
 
 def encode_mdmf(plaintext: bytes, keys: MutableKeys, *, seqnum: int, needed: int, total: int,
-                salts: Sequence[bytes], pss_salt: bytes,
+                salts: Sequence[bytes], pss_salt: bytes | None,
                 segment_size: int | None = None) -> EncodedVersion:
     """Encode an MDMF version (§4.3).
 
     :param salts: one 16-byte random salt per segment (:func:`salts_needed`).
-    :param pss_salt: 32 random bytes for the signature.
+    :param pss_salt: 32 bytes for the signature (test vectors); None: a random salt.
     :param segment_size: a positive multiple of k; Tahoe's
         ``next_multiple(131072, k)`` when None. Readers take it from the header.
     :raises BadEncodingParameters: for k, N, seqnum, salts or segment size out of range.
@@ -193,7 +193,7 @@ def encode_mdmf(plaintext: bytes, keys: MutableKeys, *, seqnum: int, needed: int
 
 def encode_version(file_format: MutableFormat, plaintext: bytes, keys: MutableKeys, *,
                    seqnum: int, needed: int, total: int, salts: Sequence[bytes],
-                   pss_salt: bytes, segment_size: int | None = None) -> EncodedVersion:
+                   pss_salt: bytes | None, segment_size: int | None = None) -> EncodedVersion:
     """Encode in either format; ``salts`` is ``[iv]`` for SDMF (see :func:`salts_needed`).
 
     :raises BadEncodingParameters: as :func:`encode_sdmf` and :func:`encode_mdmf`.

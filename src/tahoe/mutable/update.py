@@ -314,7 +314,7 @@ class UpdatedVersion:
 
 def encode_update(plan: UpdatePlan, keys: MutableKeys, segments: Sequence[bytes],
                   salts: Sequence[bytes], trees: Mapping[int, Mapping[int, bytes]],
-                  pss_salt: bytes, seqnum: int | None = None) -> UpdatedVersion:
+                  pss_salt: bytes | None, seqnum: int | None = None) -> UpdatedVersion:
     """Re-encode the changed segments and build every share's writes.
 
     :param segments: the new plaintext of each of :attr:`UpdatePlan.changed_segments`.
@@ -330,7 +330,7 @@ def encode_update(plan: UpdatePlan, keys: MutableKeys, segments: Sequence[bytes]
     changed = plan.changed_segments
     if len(segments) != len(changed) or len(salts) != len(changed):
         raise ValueError("one segment and one salt per changed segment")
-    if len(pss_salt) != PSS_SALT_SIZE:
+    if pss_salt is not None and len(pss_salt) != PSS_SALT_SIZE:
         raise ValueError(f"the PSS salt must be {PSS_SALT_SIZE} bytes")
     if set(trees) != set(range(total)):
         raise UpdateNotInPlace(f"the hashes of shares {sorted(set(range(total)) - set(trees))} "
