@@ -171,6 +171,36 @@ async def test_reallocation_and_abort(served: Served) -> None:
 
 
 @pytest_twisted.ensureDeferred
+async def test_allocate_and_write(served: Served) -> None:
+    """Whole shares are allocated and written in one call: held ones come back as
+    already-have, the others are complete and readable at once."""
+    shares = {n: bytes([n]) * 10 for n in (0, 1)}
+    assert await served.client.allocate_and_write(SI, RENEW, CANCEL, shares, 10) == (
+        frozenset(), frozenset({0, 1}))
+    readers = await served.client.get_buckets(SI)
+    assert sorted(readers) == [0, 1]
+    assert await readers[1].read(0, 100) == b"\x01" * 10
+    again = {n: bytes([n]) * 10 for n in (0, 2)}
+    already, written = await served.client.allocate_and_write(SI, RENEW, CANCEL, again, 10)
+    assert (already & set(again), written) == ({0}, {2})  # Foolscap names share 1 as well
+    assert sorted(await served.client.get_buckets(SI)) == [0, 1, 2]
+    assert not list((served.storage_dir / "shares" / "incoming").rglob("*[0-9]"))
+
+
+@pytest_twisted.ensureDeferred
+async def test_allocate_and_write_failure_leaves_no_incoming_share(served: Served) -> None:
+    """A share whose write is refused fails the call, and no share is left incoming (over
+    HTTPS the refused share is not there either; a Foolscap close, sent without waiting for
+    the write, completes it with its hole, as Tahoe's)."""
+    shares = {0: b"0" * 10, 1: b"1" * 12}  # share 1 runs past its allocated size
+    error = await _failure(served.client.allocate_and_write(SI, RENEW, CANCEL, shares, 10))
+    assert isinstance(error, ServerRefused)
+    assert not list((served.storage_dir / "shares" / "incoming").rglob("*[0-9]"))
+    if served.client.transport == "https":
+        assert set(await served.client.get_buckets(SI)) == {0}
+
+
+@pytest_twisted.ensureDeferred
 async def test_immutable_errors_change_nothing(served: Served) -> None:
     """Writes past the end and conflicting rewrites are refused and change nothing."""
     allocation = served.client.allocate_buckets(SI, RENEW, CANCEL, {0}, 10)

@@ -14,6 +14,9 @@ What :class:`~tahoe.client.uploader.Uploader` runs for each attempt at an upload
    trips). ``close`` follows the last write at once. A window of
    unacknowledged bytes per server bounds memory whatever the file size.
    Sources above :data:`INLINE_LIMIT` are encoded in a worker thread.
+   Smaller ones are encoded whole first, and each server is sent its shares
+   with their allocation in one call (``allocate_and_write``): over HTTPS,
+   one write and one answer per server, no writer per share.
 3. What was handed over before the allocation answered is kept until it
    does: a share the server refuses, or all of a server's shares if it fails
    before answering, go to the next unused server in ring order; a server
@@ -131,6 +134,8 @@ class SharePush:
         self.broker = broker
         self.aborted: str | None = None
         self.all_sent = False
+        #: Every share's bytes, for a file encoded whole before its shares go out.
+        self.whole: list[bytes] | None = None
         self._allocations: list[Deferred] = []
         self._closes: list[Deferred] = []
 
@@ -153,6 +158,8 @@ class SharePush:
                                  params.total, params.happy)
         by_id = {s.server_id.decode("ascii"): s for s in candidates}
         self.spares = [s for s in candidates if s.server_id.decode("ascii") not in placement.uploads]
+        if self.pipelined and self.source.size <= INLINE_LIMIT:
+            self._encode_whole()
         for sid, shares in placement.uploads.items():
             self._start_push(by_id[sid], set(shares))
         try:
@@ -163,7 +170,8 @@ class SharePush:
                     self.read_cap = self.known_cap
                     await self._finish()
                     return self._result()
-            await self._encode_and_send()
+            if self.whole is None:
+                await self._encode_and_send()
             await self._finish()
         except BaseException:
             self._abort_all("upload failed")
@@ -176,21 +184,35 @@ class SharePush:
         for shnum in shares:
             self.share_owner[shnum] = push
         secrets = self.secrets.for_server(self.si, server.lease_seed)
-        allocation = server.storage.allocate_buckets(self.si, secrets.renew, secrets.cancel,
-                                              set(shares), self.encoder.share_length)
-        push.writers = dict(allocation.writers)
-        d = allocation.answer
+        if self.whole is not None:
+            whole = self.whole
+            d = server.storage.allocate_and_write(
+                self.si, secrets.renew, secrets.cancel, {shnum: whole[shnum] for shnum in shares},
+                self.encoder.share_length)
+            answered = self._written
+        else:
+            allocation = server.storage.allocate_buckets(self.si, secrets.renew, secrets.cancel,
+                                                         set(shares), self.encoder.share_length)
+            push.writers = dict(allocation.writers)
+            d = allocation.answer
+            answered = self._allocated
         timer = self.clock.callLater(ALLOCATE_TIMEOUT, d.cancel)
 
-        def answered(result: Any) -> Any:
+        def in_time(result: Any) -> Any:
             if timer.active():
                 timer.cancel()
             return result
-        d.addBoth(answered)
-        d.addCallbacks(self._allocated, self._push_failed, callbackArgs=(push,),
-                       errbackArgs=(push,))
+        d.addBoth(in_time)
+        d.addCallbacks(answered, self._push_failed, callbackArgs=(push,), errbackArgs=(push,))
         self._allocations.append(d)
         return push
+
+    def _written(self, answer: tuple[frozenset[int], frozenset[int]], push: _Push) -> None:
+        """A whole-share push answered: as an allocation's answer, whose shares are
+        complete too."""
+        if not push.failed:
+            push.closed = set(answer[1])
+        self._allocated(answer, push)
 
     def _allocated(self, answer: tuple[frozenset[int], frozenset[int]], push: _Push) -> None:
         if push.failed:
@@ -200,25 +222,28 @@ class SharePush:
         push.already = set(already)
         for shnum in list(push.shares):
             sent = push.unconfirmed.pop(shnum, [])
-            if shnum in allocated:
-                continue
-            push.shares.discard(shnum)
-            push.writers.pop(shnum, None)
-            if shnum not in already:
-                self.refused.setdefault(push.name, set()).add(shnum)
-                self._reassign(shnum, sent + push.pending.pop(shnum, []),
-                               f"{push.name} refused share {shnum}")
-            else:
-                # The server holds this share already: what is still to come for it
-                # goes nowhere (kept, it would fill the window for good).
-                push.pending.pop(shnum, None)
-                if self.share_owner.get(shnum) is push:
-                    del self.share_owner[shnum]
+            if shnum not in allocated:
+                self._not_granted(push, shnum, already, sent)
         push.unconfirmed.clear()
         self._flush_push(push)
         if self.all_sent:
             self._close_push(push)
         push.wake()
+
+    def _not_granted(self, push: _Push, shnum: int, already: frozenset[int],
+                     sent: list[tuple[int, bytes]]) -> None:
+        """A share the server did not take: held already, or refused (it then goes to a spare
+        server, with the data ``sent`` to this one and what was still to go)."""
+        push.shares.discard(shnum)
+        push.writers.pop(shnum, None)
+        chunks = sent + push.pending.pop(shnum, [])
+        if shnum not in already:
+            self.refused.setdefault(push.name, set()).add(shnum)
+            self._reassign(shnum, chunks, f"{push.name} refused share {shnum}")
+        elif self.share_owner.get(shnum) is push:
+            # The server holds this share already: what is still to come for it goes
+            # nowhere (kept, it would fill the window for good).
+            del self.share_owner[shnum]
 
     def _reassign(self, shnum: int, chunks: list[tuple[int, bytes]], why: str) -> None:
         """Give a share whose data is all still here to the next spare server."""
@@ -229,9 +254,10 @@ class SharePush:
             if not server.is_connected:
                 continue
             push = self._start_push(server, {shnum})
-            push.pending[shnum] = chunks
-            if self.all_sent:
-                self._flush_push(push)
+            if self.whole is None:
+                push.pending[shnum] = chunks
+                if self.all_sent:
+                    self._flush_push(push)
             return
 
     def _push_failed(self, failure: Failure, push: _Push) -> None:
@@ -320,6 +346,18 @@ class SharePush:
         geometry = self.encoder.geometry
         data = self.source.read(geometry.segment_offset(segnum), geometry.segment_length(segnum))
         return self.encoder.encode_segment(data)
+
+    def _encode_whole(self) -> None:
+        """Encode a small file at once: each share then goes out whole, allocation and
+        write together (``allocate_and_write``)."""
+        geometry = self.encoder.geometry
+        source = self.source
+        self.trailer, self.whole = self.encoder.encode_all(
+            source.read(geometry.segment_offset(segnum), geometry.segment_length(segnum))
+            for segnum in range(geometry.num_segments))
+        self.read_cap = self.trailer.read_cap
+        self.all_sent = True
+        self.progress("push", 1.0)
 
     async def _encode_and_send(self) -> None:
         """Encode every segment and queue its blocks; a small file goes out as one write per

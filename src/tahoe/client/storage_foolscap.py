@@ -7,6 +7,7 @@ to the remote writer, or fails with ``ShareNotAllocated``.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from foolscap.api import DeadReferenceError, Referenceable, RemoteException
@@ -15,7 +16,7 @@ from twisted.internet.error import ConnectionDone, ConnectionLost
 from twisted.python.failure import Failure
 
 from .storage_api import (Allocation, ReadVector, ServerGone, ServerRefused, ShareNotAllocated,
-                          TestWriteVectors, WriteEnablerRefused, first_line)
+                          TestWriteVectors, WriteEnablerRefused, allocate_and_write, first_line)
 
 _GONE = (DeadReferenceError, ConnectionLost, ConnectionDone)
 
@@ -135,6 +136,11 @@ class FoolscapStorageClient:
             return failure
         d.addCallbacks(answered, failed)
         return Allocation(d, dict(writers))
+
+    def allocate_and_write(self, storage_index: bytes, renew_secret: bytes, cancel_secret: bytes,
+                           shares: Mapping[int, bytes], allocated_size: int) -> Deferred:
+        return allocate_and_write(self, storage_index, renew_secret, cancel_secret, shares,
+                                  allocated_size)
 
     def add_lease(self, storage_index: bytes, renew_secret: bytes,
                   cancel_secret: bytes) -> Deferred:

@@ -3,7 +3,10 @@
 Every request to one server goes on its one kept-open connection
 (``httpwire.client.PersistentConnection``), written at once and answered in
 order. So an allocation and its shares' writes go back to back and an
-upload of a small file costs one round trip. When the server is one that
+upload of a small file costs one round trip; when the shares' bytes are all
+known (:meth:`~HTTPSStorageClient.allocate_and_write`), the allocation and
+the writes are built as one byte string, written at once, and answered
+through one Deferred. When the server is one that
 cannot be trusted to take pipelined requests (``pipelining=False``: any
 but ours, Tahoe 1.20's among them), writes wait for the allocation's answer
 and every request, on either connection, waits for the answer before it.
@@ -15,7 +18,7 @@ its last byte arrives (that write is answered 201), so a writer's
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from twisted.internet.defer import Deferred, DeferredList, fail, succeed
@@ -27,7 +30,8 @@ from ..storage import http_messages as messages
 from ..storage.http_messages import MessageError, Secret
 from ..util import base32
 from .storage_api import (Allocation, ReadVector, ServerGone, ServerRefused, ShareNotAllocated,
-                          TestWriteVectors, WriteEnablerRefused, first_line)
+                          TestWriteVectors, WriteEnablerRefused, allocate_and_write, first_line,
+                          quietly)
 
 #: Random bytes in an upload secret (as Tahoe 1.20's client).
 UPLOAD_SECRET_SIZE = 20
@@ -37,6 +41,8 @@ MAX_CBOR_ANSWER = 64 * 1024 * 1024
 KNOWN_SLOTS = 4096
 #: Share data of at least this many bytes goes on the bulk connection.
 BULK_BYTES = 128 * 1024
+#: Largest answer accepted to a share write (or to an allocation: two sets of share numbers).
+MAX_ANSWER_OF_WRITE = 64 * 1024
 _CBOR = messages.CBOR.encode("ascii")
 
 
@@ -208,6 +214,55 @@ class HTTPSStorageClient:
             return failure
         d.addCallbacks(answered, failed)
         return Allocation(d, dict(writers))
+
+    def allocate_and_write(self, storage_index: bytes, renew_secret: bytes, cancel_secret: bytes,
+                           shares: Mapping[int, bytes], allocated_size: int) -> Deferred:
+        """The allocation and every share's one write, pipelined in one write to the
+        connection; one Deferred for all their answers. To a server that does not take
+        pipelined requests: :func:`~tahoe.client.storage_api.allocate_and_write`."""
+        if not self.pipelining:
+            return allocate_and_write(self, storage_index, renew_secret, cancel_secret, shares,
+                                      allocated_size)
+        upload = (b"x-tahoe-authorization",
+                  messages.secret_header(Secret.UPLOAD, os.urandom(UPLOAD_SECRET_SIZE)))
+        authorization = self._authorization
+        path = f"/storage/v1/immutable/{base32.b2a(storage_index)}".encode("ascii")
+        shnums = sorted(shares)
+        requests = [(b"POST", path, [
+            authorization,
+            (b"x-tahoe-authorization", messages.secret_header(Secret.LEASE_RENEW, renew_secret)),
+            (b"x-tahoe-authorization", messages.secret_header(Secret.LEASE_CANCEL, cancel_secret)),
+            upload, (b"accept", _CBOR), (b"content-type", _CBOR)],
+            messages.AllocateRequest(frozenset(shnums), allocated_size).to_cbor())]
+        for shnum in shnums:
+            data = shares[shnum]
+            requests.append((b"PATCH", b"%s/%d" % (path, shnum), [
+                authorization, upload, (b"accept", _CBOR),
+                (b"content-range", messages.format_content_range(0, len(data), None))], data))
+        d = self.connection.request_many(requests, max_body=MAX_ANSWER_OF_WRITE)
+        d.addCallbacks(self._whole_written, _gone, callbackArgs=(path, shnums, upload))
+        return d
+
+    def _whole_written(self, answers: list[HTTPResponse], path: bytes, shnums: list[int],
+                       upload: tuple[bytes, bytes]) -> tuple[frozenset[int], frozenset[int]]:
+        already, granted = self._decoded(answers[0], messages.decode_allocation,
+                                         "allocate_buckets")
+        written = set()
+        failure: ServerRefused | None = None
+        for shnum, answer in zip(shnums, answers[1:]):
+            if shnum not in granted:
+                continue  # refused (or held): its write was refused as well
+            if answer.status == 201:
+                written.add(shnum)
+            elif failure is None:
+                failure = (_refused(answer, f"write to {path.decode()}/{shnum}")
+                           if answer.status != 200
+                           else ServerRefused(f"{path.decode()}/{shnum}: the share is incomplete"))
+        if failure is not None:
+            for shnum in granted - written:
+                quietly(self.request(b"PUT", f"{path.decode()}/{shnum}/abort", [upload]))
+            raise failure
+        return already, frozenset(written)
 
     def get_buckets(self, storage_index: bytes) -> Deferred:
         si = base32.b2a(storage_index)
@@ -394,7 +449,8 @@ class _Writer:
         d = self._client.request(b"PATCH", self._path, [
             self._secret_header, (b"accept", _CBOR),
             (b"content-range", messages.format_content_range(offset, offset + len(data), None))],
-            data, max_body=64 * 1024, bulk=len(data) >= BULK_BYTES and self._allocated is True)
+            data, max_body=MAX_ANSWER_OF_WRITE,
+            bulk=len(data) >= BULK_BYTES and self._allocated is True)
 
         def answered(response: HTTPResponse) -> None:
             if response.status == 201:

@@ -108,6 +108,25 @@ class _Pending:
     size: int = 0
     #: Whether any byte of its answer came.
     begun: bool = False
+    #: For a request of a batch (:meth:`HTTP1ClientProtocol.request_many`): the answers of
+    #: the batch so far, which ``deferred`` (shared by the batch) gets once this one is the last.
+    batch: list[HTTPResponse] | None = None
+    last: bool = True
+
+
+def format_request(method: bytes, target: bytes, host: bytes,
+                   headers: Sequence[tuple[bytes, bytes]], body: bytes,
+                   with_body: bool = True) -> bytes:
+    """A request's bytes, ``Host`` and ``Content-Length`` added; the body follows them
+    unless ``with_body`` is false (the caller then writes it)."""
+    lines = [b"%s %s HTTP/1.1\r\nhost: %s\r\n" % (method, target, host)]
+    lines += [b"%s: %s\r\n" % header for header in headers]
+    if body or method in (b"POST", b"PUT", b"PATCH"):
+        lines.append(b"content-length: %d\r\n" % len(body))
+    lines.append(b"\r\n")
+    if with_body:
+        lines.append(body)
+    return b"".join(lines)
 
 
 class HTTP1ClientProtocol(Protocol):
@@ -139,14 +158,14 @@ class HTTP1ClientProtocol(Protocol):
         #: Whether a request is written before the answers to those before it. When not, the
         #: requests made meanwhile wait here, in order.
         self.pipelining = True
-        self._unsent: deque[tuple[list[bytes], _Pending]] = deque()
+        self._unsent: deque[tuple[list[bytes], list[_Pending]]] = deque()
         self.connected_deferred: Deferred = Deferred()
         self.lost_deferred: Deferred = Deferred()
 
     @property
     def outstanding(self) -> int:
         """Requests made and not yet answered (written or waiting to be)."""
-        return len(self._pending) + len(self._unsent)
+        return len(self._pending) + sum(len(pending) for _, pending in self._unsent)
 
     def connectionMade(self) -> None:  # noqa: N802 (Twisted)
         """Turn Nagle off underneath (TLS or not) and say we are ready."""
@@ -166,31 +185,51 @@ class HTTP1ClientProtocol(Protocol):
         if self.closing or self.transport is None:
             d.errback(ConnectionGone("the connection is closing"))
             return d
-        lines = [b"%s %s HTTP/1.1\r\nhost: %s\r\n" % (method, target, self._host)]
-        lines += [b"%s: %s\r\n" % header for header in headers]
-        if body or method in (b"POST", b"PUT", b"PATCH"):
-            lines.append(b"content-length: %d\r\n" % len(body))
-        lines.append(b"\r\n")
         if len(body) < 64 * 1024:
-            lines.append(body)
-            data = [b"".join(lines)]
+            data = [format_request(method, target, self._host, headers, body)]
         else:
-            data = [b"".join(lines), body]
-        pending = _Pending(d, method, max_body)
+            data = [format_request(method, target, self._host, headers, body, False), body]
+        self._submit(data, [_Pending(d, method, max_body)])
+        return d
+
+    def request_many(self, requests: Sequence[tuple[bytes, bytes, Sequence[tuple[bytes, bytes]],
+                                                    bytes]],
+                     max_body: int = MAX_BODY) -> Deferred:
+        """Send several requests, ``(method, target, headers, body)`` each, in one write;
+        one Deferred fires with the list of their answers (:class:`HTTPResponse`), in order,
+        once the last is in, or fails with the first transport failure. The requests are
+        pipelined: send them only to a server that takes that. Without :attr:`pipelining`,
+        the batch waits for the answers due before it, as one request does.
+        """
+        d: Deferred = Deferred()
+        if self.closing or self.transport is None:
+            d.errback(ConnectionGone("the connection is closing"))
+            return d
+        host = self._host
+        data = b"".join([format_request(method, target, host, headers, body)
+                         for method, target, headers, body in requests])
+        answers: list[HTTPResponse] = []
+        pending = [_Pending(d, method, max_body, batch=answers, last=False)
+                   for method, _, _, _ in requests]
+        pending[-1].last = True
+        self._submit([data], pending)
+        return d
+
+    def _submit(self, data: list[bytes], pending: list[_Pending]) -> None:
         if self.pipelining or not self.outstanding:
             self._write(data, pending)
         else:
             self._unsent.append((data, pending))
-        return d
 
-    def _write(self, data: list[bytes], pending: _Pending) -> None:
+    def _write(self, data: list[bytes], pending: list[_Pending]) -> None:
         assert self.transport is not None
         if len(data) == 1:
             self.transport.write(data[0])
         else:
             self.transport.writeSequence(data)
-        self._pending.append(pending)
-        if len(self._pending) == 1:
+        idle = not self._pending
+        self._pending.extend(pending)
+        if idle:
             self._arm_timer()
 
     def close(self) -> None:
@@ -273,11 +312,17 @@ class HTTP1ClientProtocol(Protocol):
         if self._unsent and not self._pending and not self.closing \
                 and self.transport is not None:
             self._write(*self._unsent.popleft())
-        pending.deferred.callback(HTTPResponse(status, tuple(pending.headers), body))
+        response = HTTPResponse(status, tuple(pending.headers), body)
+        if pending.batch is None:
+            pending.deferred.callback(response)
+        else:
+            pending.batch.append(response)
+            if pending.last:
+                pending.deferred.callback(pending.batch)
         if self.closing and not self._pending and self.transport is not None:
             unsent, self._unsent = self._unsent, deque()
-            for _, request in unsent:  # never written: a GET among them is sent elsewhere
-                request.deferred.errback(StaleConnection("the server closes the connection"))
+            for _, requests in unsent:  # never written: a GET among them is sent elsewhere
+                _fail(requests, StaleConnection("the server closes the connection"))
             self.transport.loseConnection()
 
     # -- timeouts
@@ -292,7 +337,13 @@ class HTTP1ClientProtocol(Protocol):
     def _fail_all(self, reason: Exception) -> None:
         pending, self._pending = self._pending, deque()
         unsent, self._unsent = self._unsent, deque()
-        for request in [*pending, *(request for _, request in unsent)]:
+        _fail([*pending, *(request for _, requests in unsent for request in requests)], reason)
+
+
+def _fail(requests: Sequence[_Pending], reason: Exception) -> None:
+    """Fail each request's Deferred (once for a batch, which shares one)."""
+    for request in requests:
+        if not request.deferred.called:
             request.deferred.errback(reason)
 
 
@@ -428,6 +479,18 @@ class PersistentConnection:
             return self._protocol.request(method, target, headers, body, max_body)
         d = self.connect()
         d.addCallback(lambda protocol: protocol.request(method, target, headers, body, max_body))
+        return d
+
+    def request_many(self, requests: Sequence[tuple[bytes, bytes, Sequence[tuple[bytes, bytes]],
+                                                    bytes]],
+                     max_body: int = MAX_BODY) -> Deferred:
+        """Send requests in one write (:meth:`HTTP1ClientProtocol.request_many`) on the open
+        connection, opening one if needed. None of them is sent again."""
+        if self.is_open:
+            assert self._protocol is not None
+            return self._protocol.request_many(requests, max_body)
+        d = self.connect()
+        d.addCallback(lambda protocol: protocol.request_many(requests, max_body))
         return d
 
     def stop(self) -> None:

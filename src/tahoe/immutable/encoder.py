@@ -9,7 +9,7 @@ segment plus 64 bytes of hashes per segment per share.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from attrs import frozen
 
@@ -167,6 +167,23 @@ class ImmutableEncoder:
             raise BadEncodingParameters("more plaintext than the declared size")
         return done
 
+    def encode_all(self, segments: Iterable[bytes | memoryview]) -> tuple[EncodedTrailer,
+                                                                           list[bytes]]:
+        """Encode every segment, in order, then :meth:`finish`; with the trailer, every
+        share's bytes whole (header, blocks, tail): for a file whose shares fit in memory.
+
+        :raises BadEncodingParameters: as :meth:`encode_segment` and :meth:`finish`.
+        """
+        header = self.header
+        parts: list[list[bytes]] = [[header] for _ in range(self.geometry.total)]
+        for segment in segments:
+            for shnum, block in enumerate(self.encode_segment(segment).blocks):
+                parts[shnum].append(block)
+        trailer = self.finish()
+        for shnum, share in enumerate(parts):
+            share.append(trailer.tail(shnum))
+        return trailer, [b"".join(share) for share in parts]
+
     def finish(self) -> EncodedTrailer:
         """Build the trees, UEB and caps once every segment has been encoded.
 
@@ -220,12 +237,6 @@ def encode_bytes(plaintext: bytes, convergence_secret: bytes,
     hasher = ConvergentKeyHasher(convergence_secret, geometry)
     hasher.update(plaintext)
     encoder = ImmutableEncoder(hasher.key(), len(plaintext), params, force_v2)
-    data: list[list[bytes]] = [[encoder.header] for _ in range(geometry.total)]
-    for segment in iter_segments(plaintext, geometry):
-        encoded = encoder.encode_segment(segment)
-        for shnum, block in enumerate(encoded.blocks):
-            data[shnum].append(block)
-    trailer = encoder.finish()
-    shares = [b"".join(parts) + trailer.tail(shnum) for shnum, parts in enumerate(data)]
+    trailer, shares = encoder.encode_all(iter_segments(plaintext, geometry))
     assert trailer.read_cap is not None
     return EncodedFile(trailer.read_cap, shares)
