@@ -25,16 +25,15 @@ import functools
 import hmac
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from attrs import define
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from ..httpwire.server import ConnectionScope, HTTPError, Request, Response
-from ..stats.registry import Statistics, storage_operation
+from ..stats.registry import TIMED_STORAGE_OPERATIONS, Statistics
 from ..util import base32
-from ..util.errors import BadBase32
 from . import http_messages as messages
 from .bucket import BucketWriter
 from .errors import (BadRequest, BadWriteEnablerError, BucketWriterClosed, ConflictingWriteError,
@@ -44,6 +43,8 @@ from .http_messages import MessageError, Secret
 from .immutable_container import HEADER_SIZE
 from .leases import IMMUTABLE_LEASE_SIZE
 from .server import StorageServer
+
+T = TypeVar("T")
 
 #: Body limits, bytes (as Tahoe 1.20 for the first two).
 ALLOCATE_BODY = 8192
@@ -75,8 +76,10 @@ _OPERATIONS = {
     "_read_immutable": "read", "_add_lease": "add-lease", "_read_test_write": "writev",
     "_list_mutable": "readv", "_read_mutable": "readv",
 }
-_SI = rb"([a-z2-7]{26})"
-_SHNUM = rb"([0-9]+)"
+#: Where a route has a storage index (base32 text) or a share number (decimal digits).
+_SI, _SHNUM = b"<si>", b"<shnum>"
+_SI_TEXT = re.compile(rb"[a-z2-7]{26}")
+_ROUTE_PREFIX = [b"", b"storage", b"v1"]
 CBOR_HEADERS = [(b"content-type", messages.CBOR.encode("ascii"))]
 OCTET_HEADERS = [(b"content-type", messages.OCTET_STREAM.encode("ascii"))]
 
@@ -102,13 +105,20 @@ def http_error(error: Exception) -> HTTPError:
     return HTTPError(status, str(error) or type(error).__name__)
 
 
+#: Tahoe's base32 digits as the digits of ``int(text, 32)``.
+_BASE32_AS_DIGITS = bytes.maketrans(base32.ALPHABET.encode("ascii"),
+                                    b"0123456789abcdefghijklmnopqrstuv")
+
+
 @functools.lru_cache(maxsize=1024)
 def _decode_si(text: bytes) -> bytes | None:
-    """The storage index a path names (None if not base32); an upload names it twice."""
-    try:
-        return base32.a2b(text.decode("ascii"))
-    except (BadBase32, ValueError):
+    """The storage index a path names: 26 base32 characters (``[a-z2-7]``, checked by the
+    route), 130 bits whose last two must be zero (canonical), else None. One ``int``
+    conversion, where ``base64.b32decode`` loops in Python; an upload names it twice."""
+    value = int(text.translate(_BASE32_AS_DIGITS), 32)
+    if value & 3:
         return None
+    return (value >> 2).to_bytes(16, "big")
 
 
 class _Buffered:
@@ -133,6 +143,20 @@ class _Buffered:
             raise http_error(error) from None
 
 
+def _counted(stats: Statistics | None, operation: str, answer: Callable[[], T]) -> T:
+    """``answer()``, counted as ``storage_server.<operation>`` and, if it ends without
+    raising and the operation is a timed one, timed (``storage_operation``'s names, without
+    its context manager)."""
+    if stats is None:
+        return answer()
+    stats.count("storage_server." + operation)
+    timer = stats.timer()
+    response = answer()
+    if operation in TIMED_STORAGE_OPERATIONS:
+        timer.done("storage_server.latencies." + operation)
+    return response
+
+
 class _Counted:
     """A handler whose answer is counted and timed as a storage operation."""
 
@@ -145,9 +169,7 @@ class _Counted:
         self._handler.body_received(data)
 
     def body_complete(self) -> Response:
-        with storage_operation(self._stats, self._operation):
-            response: Response = self._handler.body_complete()
-        return response
+        return _counted(self._stats, self._operation, self._handler.body_complete)
 
 
 def _bodyless(answer: Callable[[], Response]) -> _Buffered:
@@ -250,28 +272,27 @@ class StorageHTTPApplication:
         none: frozenset[Secret] = frozenset()
         lease = frozenset({Secret.LEASE_RENEW, Secret.LEASE_CANCEL})
         upload = frozenset({Secret.UPLOAD})
-        prefix = rb"/storage/v1"
-        table: list[tuple[bytes, dict[bytes, tuple[frozenset[Secret], Callable[..., Any]]]]] = [
-            (prefix + rb"/version", {b"GET": (none, self._version)}),
-            (prefix + rb"/immutable/" + _SI, {
-                b"POST": (lease | upload, self._allocate)}),
-            (prefix + rb"/immutable/" + _SI + rb"/shares", {b"GET": (none, self._list_immutable)}),
-            (prefix + rb"/immutable/" + _SI + rb"/" + _SHNUM, {
+        table: list[tuple[tuple[bytes, ...],
+                          dict[bytes, tuple[frozenset[Secret], Callable[..., Any]]]]] = [
+            ((b"version",), {b"GET": (none, self._version)}),
+            ((b"immutable", _SI), {b"POST": (lease | upload, self._allocate)}),
+            ((b"immutable", _SI, b"shares"), {b"GET": (none, self._list_immutable)}),
+            ((b"immutable", _SI, _SHNUM), {
                 b"PATCH": (upload, self._write), b"GET": (none, self._read_immutable)}),
-            (prefix + rb"/immutable/" + _SI + rb"/" + _SHNUM + rb"/abort", {
-                b"PUT": (upload, self._abort)}),
-            (prefix + rb"/immutable/" + _SI + rb"/" + _SHNUM + rb"/corrupt", {
-                b"POST": (none, self._advise_immutable)}),
-            (prefix + rb"/lease/" + _SI, {b"PUT": (lease, self._add_lease)}),
-            (prefix + rb"/mutable/" + _SI + rb"/read-test-write", {
+            ((b"immutable", _SI, _SHNUM, b"abort"), {b"PUT": (upload, self._abort)}),
+            ((b"immutable", _SI, _SHNUM, b"corrupt"), {b"POST": (none, self._advise_immutable)}),
+            ((b"lease", _SI), {b"PUT": (lease, self._add_lease)}),
+            ((b"mutable", _SI, b"read-test-write"), {
                 b"POST": (lease | frozenset({Secret.WRITE_ENABLER}), self._read_test_write)}),
-            (prefix + rb"/mutable/" + _SI + rb"/shares", {b"GET": (none, self._list_mutable)}),
-            (prefix + rb"/mutable/" + _SI + rb"/" + _SHNUM, {b"GET": (none, self._read_mutable)}),
-            (prefix + rb"/mutable/" + _SI + rb"/" + _SHNUM + rb"/corrupt", {
-                b"POST": (none, self._advise_mutable)}),
+            ((b"mutable", _SI, b"shares"), {b"GET": (none, self._list_mutable)}),
+            ((b"mutable", _SI, _SHNUM), {b"GET": (none, self._read_mutable)}),
+            ((b"mutable", _SI, _SHNUM, b"corrupt"), {b"POST": (none, self._advise_mutable)}),
         ]
-        self._routes = [(re.compile(rb"\A" + pattern + rb"\Z"), methods)
-                        for pattern, methods in table]
+        #: ``/storage/v1/<segments>``: segments (``_SI``, ``_SHNUM`` where those go) ->
+        #: method -> (secrets required, endpoint, statistics operation or None).
+        self._routes = {shape: {method: (required, endpoint, _OPERATIONS.get(endpoint.__name__))
+                                for method, (required, endpoint) in methods.items()}
+                        for shape, methods in table}
 
     # -- dispatch
 
@@ -280,35 +301,45 @@ class StorageHTTPApplication:
 
         :raises HTTPError: for an unknown route, a bad authorization or bad secrets.
         """
-        path = request.path
-        for pattern, methods in self._routes:
-            match = pattern.match(path)
-            if match is None:
-                continue
-            arguments = list(match.groups())
-            if arguments:
-                storage_index = _decode_si(arguments[0])
-                if storage_index is None:
-                    continue
-                arguments[0] = storage_index
-            if len(arguments) > 1:
-                arguments[1] = int(arguments[1])
-            method = b"GET" if request.method == b"HEAD" else request.method
-            if method not in methods:
-                raise HTTPError(405, "method not allowed")
-            required, endpoint = methods[method]
-            self._check_authorization(request)
-            try:
-                secrets = messages.parse_secrets(request.header_values(b"x-tahoe-authorization"),
-                                                 required)
-            except MessageError as error:
-                raise HTTPError(400, str(error)) from None
-            handler = endpoint(request, secrets, *arguments)
-            operation = _OPERATIONS.get(endpoint.__name__)
-            if self._stats is None or operation is None:
-                return handler
-            return _Counted(handler, self._stats, operation)
-        raise HTTPError(404, "not found")
+        route = self._route(request.path)
+        if route is None:
+            raise HTTPError(404, "not found")
+        methods, arguments = route
+        method = b"GET" if request.method == b"HEAD" else request.method
+        if method not in methods:
+            raise HTTPError(405, "method not allowed")
+        required, endpoint, operation = methods[method]
+        self._check_authorization(request)
+        try:
+            secrets = messages.parse_secrets(request.header_values(b"x-tahoe-authorization"),
+                                             required)
+        except MessageError as error:
+            raise HTTPError(400, str(error)) from None
+        handler = endpoint(request, secrets, *arguments)
+        if self._stats is None or operation is None:
+            return handler
+        return _Counted(handler, self._stats, operation)
+
+    def _route(self, path: bytes) -> tuple[dict[bytes, Any], list[Any]] | None:
+        """The methods of the route ``path`` names and its arguments (storage index, share
+        number), or None: the path's segments looked up at once, with the storage index
+        and share number put in their places (no pattern tried after another)."""
+        segments = path.split(b"/")
+        if segments[:3] != _ROUTE_PREFIX:
+            return None
+        shape = segments[3:]
+        arguments: list[Any] = []
+        if len(shape) > 1:
+            storage_index = _decode_si(shape[1]) if _SI_TEXT.fullmatch(shape[1]) else None
+            if storage_index is None:
+                return None
+            arguments.append(storage_index)
+            shape[1] = _SI
+        if len(shape) > 2 and shape[2].isdigit():
+            arguments.append(int(shape[2]))
+            shape[2] = _SHNUM
+        methods = self._routes.get(tuple(shape))
+        return None if methods is None else (methods, arguments)
 
     def _check_authorization(self, request: Request) -> None:
         value = request.header(b"authorization") or b""
@@ -400,8 +431,7 @@ class StorageHTTPApplication:
         if missing:
             return Response(200, CBOR_HEADERS, messages.encode_required(missing))
         try:
-            with storage_operation(self._stats, "close"):
-                writer.close()
+            _counted(self._stats, "close", writer.close)
         except (StorageError, OSError) as error:
             raise http_error(error) from None
         if self._stats is not None:
