@@ -15,7 +15,7 @@ from twisted.internet.task import Clock
 from tahoe.immutable.encoder import encode_bytes
 from tahoe.immutable.params import EncodingParameters
 from tahoe.storage import paths
-from tahoe.storage.bucket import INACTIVITY_TIMEOUT, BucketWriter, WriterState
+from tahoe.storage.bucket import INACTIVITY_TIMEOUT, BucketWriter, WriterState, WriterTimeouts
 from tahoe.storage.errors import (BadAllocatedSize, BadOffset, BadRequest, BadSecret,
                                   BadShareNumber, BadShareType, BadStorageIndex,
                                   BucketWriterClosed, ConflictingWriteError, DataTooLargeError,
@@ -259,12 +259,28 @@ def test_inactive_writer_times_out(server: StorageServer, clock: Clock, root: Pa
     assert server.allocated_size() == 0 and clock.getDelayedCalls() == []
 
 
-def test_closed_writers_cancel_their_timer(server: StorageServer, clock: Clock) -> None:
-    """Closing or aborting leaves no pending timeout."""
+def test_closed_writers_are_not_timed_out(server: StorageServer, clock: Clock) -> None:
+    """Closing or aborting leaves nothing to time out: the writers' one timer, if it fires
+    after them, finds nothing to do and stops."""
     _, writers = server.allocate_buckets(SI, *SECRETS, {0, 1}, 10)
     writers[0].close()
     writers[1].abort()
+    clock.advance(INACTIVITY_TIMEOUT)
+    assert (writers[0].state, writers[1].state) == (WriterState.CLOSED, WriterState.ABORTED)
     assert clock.getDelayedCalls() == []
+
+
+def test_writers_share_one_timer(server: StorageServer, clock: Clock) -> None:
+    """However many writers are open, one timer runs, due when the oldest falls idle."""
+    _, first = server.allocate_buckets(SI, *SECRETS, {0, 1}, 10)
+    clock.advance(60)
+    _, later = server.allocate_buckets(b"S" * 16, *SECRETS, {0}, 10)
+    assert len(clock.getDelayedCalls()) == 1
+    clock.advance(INACTIVITY_TIMEOUT - 60)
+    assert [w.state for w in first.values()] == [WriterState.ABORTED] * 2
+    assert later[0].state is WriterState.OPEN and len(clock.getDelayedCalls()) == 1
+    clock.advance(60)
+    assert later[0].state is WriterState.ABORTED and clock.getDelayedCalls() == []
 
 
 def test_upload_in_progress_is_skipped(server: StorageServer) -> None:
@@ -532,15 +548,16 @@ def test_writer_is_made_through_create(tmp_path: Path, clock: Clock) -> None:
     lease = Lease(0, bytes(32), bytes(32), 5)
     finished: list[BucketWriter] = []
     incoming = str(tmp_path / "in" / "0")
+    timeouts = WriterTimeouts(clock)
     writer = BucketWriter.create(SI, 0, 8, lease, incoming,
-                                 str(tmp_path / "out" / "0"), clock, False, finished.append)
+                                 str(tmp_path / "out" / "0"), timeouts, False, finished.append)
     assert not os.path.exists(incoming)
     writer.write(2, b"ab")
     assert os.path.getsize(incoming) == 12 + 8 + 72
     writer.close()
     assert finished == [writer] and (tmp_path / "out" / "0").exists()
     empty = BucketWriter.create(SI, 1, 8, lease, str(tmp_path / "in" / "1"),
-                                str(tmp_path / "out" / "1"), clock, False, finished.append)
+                                str(tmp_path / "out" / "1"), timeouts, False, finished.append)
     empty.close()
     assert (tmp_path / "out" / "1").read_bytes()[12:] == bytes(8) + (
         tmp_path / "out" / "0").read_bytes()[20:]

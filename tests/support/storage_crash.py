@@ -95,9 +95,9 @@ CRASH_POINTS: dict[str, Callable[[], None]] = {
     "mid-lease-trim": lambda: _before(disk.DiskFile, "truncate"),
     "mid-second-lease-trim": lambda: _before(disk.DiskFile, "truncate", calls=2),
     # an upload's share written whole into incoming/, not yet renamed into its bucket; or
-    # its bucket directory just made for it (the first rename found none), still empty
+    # its new bucket's directory just made for it, still empty
     "before-share-rename": lambda: _before(bucket.os, "rename"),
-    "after-bucket-mkdir": lambda: _before(bucket.os, "rename", calls=2),
+    "after-bucket-mkdir": lambda: _after(bucket.disk, "make_directory"),
     # a rebuild from the files has written part of the index
     "mid-rebuild": lambda: _before(IndexKeeper, "scanned", calls=300),
 }

@@ -46,6 +46,41 @@ class WriterState(enum.Enum):
     ABORTED = "aborted"
 
 
+class WriterTimeouts:
+    """Aborts every writer that saw no call for :data:`INACTIVITY_TIMEOUT`, with one timer
+    for them all: a writer only notes the time of each call. (A timer per writer cost a
+    reactor heap push at allocation, a reset per write and a cancel at close.) The timer
+    runs while writers are open; it may fire once more after the last has finished, and
+    then stops.
+
+    :param clock: gives the time and runs the timer.
+    """
+
+    def __init__(self, clock: IReactorTime) -> None:
+        self.clock = clock
+        self._writers: dict["BucketWriter", None] = {}
+        self._call: IDelayedCall | None = None
+
+    def watch(self, writer: "BucketWriter") -> None:
+        """Time ``writer`` out from now on (it leaves by :meth:`forget`)."""
+        self._writers[writer] = None
+        if self._call is None:
+            self._call = self.clock.callLater(INACTIVITY_TIMEOUT, self._check)
+
+    def forget(self, writer: "BucketWriter") -> None:
+        """``writer`` finished."""
+        self._writers.pop(writer, None)
+
+    def _check(self) -> None:
+        self._call = None
+        now = self.clock.seconds()
+        for writer in [w for w in self._writers if w.last_call + INACTIVITY_TIMEOUT <= now]:
+            writer.time_out()
+        if self._writers:
+            due = min(writer.last_call for writer in self._writers) + INACTIVITY_TIMEOUT
+            self._call = self.clock.callLater(due - now, self._check)
+
+
 class BucketWriter:
     """Accepts the share data of one immutable share (``RIBucketWriter``).
 
@@ -58,9 +93,9 @@ class BucketWriter:
 
     def __init__(self, storage_index: bytes, shnum: int, allocated_size: int,
                  first_lease: Lease, incoming_path: str, final_path: str,
-                 clock: IReactorTime, discard: bool,
+                 timeouts: WriterTimeouts, discard: bool,
                  on_finish: Callable[["BucketWriter"], None],
-                 lock: ContextManager[Any] | None = None) -> None:
+                 lock: ContextManager[Any] | None = None, new_bucket: bool = False) -> None:
         """Use :meth:`create`, which checks the size first."""
         self.storage_index = storage_index
         self.shnum = shnum
@@ -71,6 +106,7 @@ class BucketWriter:
         self.disk_bytes = 0
         self._lease_record = pack_immutable_lease(first_lease)
         self._made = False
+        self._new_bucket = new_bucket
         self._incoming = incoming_path
         self._final = final_path
         self._discard = discard
@@ -78,25 +114,31 @@ class BucketWriter:
         self._lock = lock or contextlib.nullcontext()
         self._written = RangeSet()
         self._state = WriterState.OPEN
-        self._timer: IDelayedCall = clock.callLater(INACTIVITY_TIMEOUT, self._timed_out)
+        self._timeouts = timeouts
+        #: When it was made or last written (the clock's seconds).
+        self.last_call = timeouts.clock.seconds()
+        timeouts.watch(self)
 
     @classmethod
     def create(cls, storage_index: bytes, shnum: int, allocated_size: int, first_lease: Lease,
-               incoming_path: str, final_path: str, clock: IReactorTime, discard: bool,
+               incoming_path: str, final_path: str, timeouts: WriterTimeouts, discard: bool,
                on_finish: Callable[["BucketWriter"], None],
-               lock: ContextManager[Any] | None = None) -> "BucketWriter":
+               lock: ContextManager[Any] | None = None,
+               new_bucket: bool = False) -> "BucketWriter":
         """A writer for a new share (its incoming file is made by the first write).
 
         :param first_lease: in stored (hashed, version 2) form.
         :param on_finish: called once, with the writer, when it closes or aborts.
         :param lock: held while the share moves into its bucket (garbage collection,
             in another thread, may be removing that directory).
+        :param new_bucket: the storage index had no share here at allocation: the close
+            makes the bucket directory first, where it would otherwise find it missing.
         :raises OverflowError: for a size no file can have.
         """
         if DATA_OFFSET_AND_LEASE + allocated_size > MAX_FILE_SIZE:
             raise OverflowError(f"a share of {allocated_size} bytes is larger than a file can be")
         return cls(storage_index, shnum, allocated_size, first_lease, incoming_path, final_path,
-                   clock, discard, on_finish, lock)
+                   timeouts, discard, on_finish, lock, new_bucket)
 
     @property
     def state(self) -> WriterState:
@@ -128,7 +170,7 @@ class BucketWriter:
         end = offset + len(data)
         if end > self.allocated_size:
             raise DataTooLargeError(self.allocated_size, offset, len(data))
-        self._timer.reset(INACTIVITY_TIMEOUT)
+        self.last_call = self._timeouts.clock.seconds()
         if not data:
             return
         if self._discard:
@@ -191,6 +233,8 @@ class BucketWriter:
         if not self._made:  # never written (or discarding): the empty container now
             self._make_file(0, b"")
         with self._lock:
+            if self._new_bucket:
+                disk.make_directory(os.path.dirname(self._final))
             try:
                 os.rename(self._incoming, self._final)
             except FileNotFoundError:  # the bucket's first share: make its directory
@@ -208,7 +252,8 @@ class BucketWriter:
             disk.remove_quietly(self._incoming)
         self._finish(WriterState.ABORTED)
 
-    def _timed_out(self) -> None:
+    def time_out(self) -> None:
+        """No call came for too long (:class:`WriterTimeouts`): abort."""
         self._log.info("bucket writer {si}/{shnum} timed out; aborting",
                        si=self.storage_index.hex(), shnum=self.shnum)
         self.abort()
@@ -219,8 +264,7 @@ class BucketWriter:
 
     def _finish(self, state: WriterState) -> None:
         self._state = state
-        if self._timer.active():
-            self._timer.cancel()
+        self._timeouts.forget(self)
         self._on_finish(self)
 
     #: The transitions, (state, event) -> next state; events missing here raise

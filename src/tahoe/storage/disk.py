@@ -116,6 +116,17 @@ def create_file(path: str) -> Iterator[DiskFile]:
         os.close(fd)
 
 
+def make_directory(path: str) -> None:
+    """Make a directory that is most likely missing while its parent is there: one
+    ``mkdir`` then (its parents are made only when missing; one already there is fine)."""
+    try:
+        os.mkdir(path)
+    except FileNotFoundError:
+        os.makedirs(path, exist_ok=True)
+    except FileExistsError:
+        pass
+
+
 def read_head(path: str, length: int) -> bytes:
     """The first ``length`` bytes of a file (fewer if it is shorter)."""
     with open_file(path) as file:

@@ -31,7 +31,7 @@ from . import disk, paths
 from .advisories import advisory_file_name, advisory_text
 from .arguments import (check_allocated_size, check_secret, check_share_number,
                         check_share_numbers, check_share_type, check_storage_index)
-from .bucket import BucketReader, BucketWriter, WriterState
+from .bucket import BucketReader, BucketWriter, WriterState, WriterTimeouts
 from .containers import ShareKind, open_container
 from .errors import BadRequest, ContainerError, NoSpace, WrongShareKind
 from .immutable_container import HEADER_SIZE, ImmutableContainer
@@ -117,6 +117,7 @@ class StorageServer:
         self._discard = debug_discard
         self._disk_stats = disk_stats or disk.free_space_for_nonroot
         self._writers: dict[tuple[bytes, int], BucketWriter] = {}
+        self._timeouts = WriterTimeouts(clock)
         self._writer_listeners: list[Callable[[BucketWriter], None]] = []
         self._shares_dir = os.path.join(self._root, paths.SHARES_DIR)
         self._advisory_dir = os.path.join(self._root, paths.CORRUPTION_DIR)
@@ -223,7 +224,8 @@ class StorageServer:
             remaining = remaining_space(self.available_space(), [self.allocated_size()])
             granted = fit_allocations(candidates, allocated_size, remaining)
         return set(held), self._create_writers(storage_index, granted, allocated_size,
-                                                renew_secret, cancel_secret, expiration)
+                                                renew_secret, cancel_secret, expiration,
+                                                new_bucket=not held)
 
     def add_lease(self, storage_index: bytes, renew_secret: bytes, cancel_secret: bytes) -> None:
         """Renew or add a lease (owner number 1) on every share of a storage index (§2.4).
@@ -398,8 +400,8 @@ class StorageServer:
         return (storage_index, shnum) in self._writers
 
     def _create_writers(self, storage_index: bytes, shnums: list[int], allocated_size: int,
-                        renew_secret: bytes, cancel_secret: bytes,
-                        expiration: int) -> dict[int, BucketWriter]:
+                        renew_secret: bytes, cancel_secret: bytes, expiration: int,
+                        new_bucket: bool) -> dict[int, BucketWriter]:
         """A writer per share number (nothing on disk yet: see :mod:`.bucket`); if one cannot
         be made, none is left behind."""
         writers: dict[int, BucketWriter] = {}
@@ -412,8 +414,8 @@ class StorageServer:
                     storage_index, shnum, allocated_size, lease,
                     self._path(paths.incoming_path_parts(storage_index, shnum)),
                     self._path(paths.share_path_parts(storage_index, shnum)),
-                    self._clock, self._discard, self._writer_finished,
-                    self.index.lock(storage_index))
+                    self._timeouts, self._discard, self._writer_finished,
+                    self.index.lock(storage_index), new_bucket)
                 self._writers[(storage_index, shnum)] = writers[shnum]
         except BaseException:
             for writer in writers.values():
