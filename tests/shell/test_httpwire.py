@@ -191,8 +191,9 @@ def test_client_pipelines_and_matches_answers() -> None:
 
 
 def test_client_failures() -> None:
-    """A lost connection fails what is waiting; silence past the timeout aborts; an answer
-    larger than allowed is refused; garbage is a protocol violation."""
+    """A lost connection fails what is waiting; silence past the timeout aborts (counted from
+    the request, not from an idle time before it); an answer larger than allowed is refused;
+    garbage is a protocol violation."""
     client, _, _ = _client()
     waiting = client.request(b"GET", b"/")
     client.connectionLost(Failure(ConnectionGone("bye")))
@@ -206,6 +207,19 @@ def test_client_failures() -> None:
     assert transport.disconnecting or transport.disconnected
     assert isinstance(waiting.result.value, ResponseTimeout)
     waiting.addErrback(lambda f: None)
+
+    client, transport, clock = _client()
+    client.request(b"GET", b"/")
+    client.dataReceived(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+    clock.advance(25)
+    waiting = client.request(b"GET", b"/")
+    clock.advance(20)  # idle time does not count: 20 s since this request
+    assert not (transport.disconnecting or transport.disconnected)
+    clock.advance(11)
+    assert isinstance(waiting.result.value, ResponseTimeout)
+    waiting.addErrback(lambda f: None)
+    clock.advance(100)
+    assert not clock.getDelayedCalls()
 
     client, _, _ = _client()
     waiting = client.request(b"GET", b"/", max_body=4)

@@ -103,6 +103,48 @@ class _Push:
             d.callback(None)
 
 
+class AnswerDeadlines:
+    """Cancels each Deferred watched that has not fired ``timeout`` seconds after it was
+    given (an allocation's answer: the server is then replaced), with one timer for all.
+
+    :param clock: the reactor's clock.
+    """
+
+    def __init__(self, clock: Any, timeout: float) -> None:
+        self._clock = clock
+        self._timeout = timeout
+        self._due: list[tuple[float, Deferred]] = []
+        self._timer: Any = None
+
+    def watch(self, answer: Deferred) -> None:
+        """Cancel ``answer`` unless it fires within the timeout."""
+        self._due.append((self._clock.seconds() + self._timeout, answer))
+        if self._timer is None:
+            self._timer = self._clock.callLater(self._timeout, self._check)
+
+    def stop(self) -> None:
+        """Watch nothing any more."""
+        if self._timer is not None and self._timer.active():
+            self._timer.cancel()
+        self._timer = None
+        self._due = []
+
+    def _check(self) -> None:
+        self._timer = None
+        now = self._clock.seconds()
+        due, self._due = self._due, []
+        for deadline, answer in due:
+            if answer.called:
+                continue
+            if deadline <= now:
+                answer.cancel()
+            else:
+                self._due.append((deadline, answer))
+        if self._due:
+            self._timer = self._clock.callLater(
+                min(deadline for deadline, _ in self._due) - now, self._check)
+
+
 class SharePush:
     """The state of one CHK upload in flight: its allocations, writes and closes."""
 
@@ -138,6 +180,7 @@ class SharePush:
         self.whole: list[bytes] | None = None
         self._allocations: list[Deferred] = []
         self._closes: list[Deferred] = []
+        self._deadlines = AnswerDeadlines(clock, ALLOCATE_TIMEOUT)
 
     # -- selection
 
@@ -176,6 +219,8 @@ class SharePush:
         except BaseException:
             self._abort_all("upload failed")
             raise
+        finally:
+            self._deadlines.stop()
         return self._result()
 
     def _start_push(self, server: StorageServerHandle, shares: set[int]) -> _Push:
@@ -196,13 +241,7 @@ class SharePush:
             push.writers = dict(allocation.writers)
             d = allocation.answer
             answered = self._allocated
-        timer = self.clock.callLater(ALLOCATE_TIMEOUT, d.cancel)
-
-        def in_time(result: Any) -> Any:
-            if timer.active():
-                timer.cancel()
-            return result
-        d.addBoth(in_time)
+        self._deadlines.watch(d)
         d.addCallbacks(answered, self._push_failed, callbackArgs=(push,), errbackArgs=(push,))
         self._allocations.append(d)
         return push

@@ -258,8 +258,8 @@ class HTTP1ClientProtocol(Protocol):
             return
         if self._pending:
             self._deadline.touch()
-        else:
-            self._deadline.stop()
+        # Idle, the deadline is left to run out: no answer is then due, and the timer is
+        # not cancelled and made again for every request (each a reactor heap operation).
 
     def connectionLost(self, reason: Failure = None) -> None:  # noqa: N802 (Twisted)
         """Fail what is still waiting."""
