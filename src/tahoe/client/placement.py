@@ -128,6 +128,15 @@ def servers_of_happiness(sharemap: Mapping[int, Iterable[str]]) -> int:
 
     :param sharemap: share number -> the servers that hold it (or have a writer for it).
     """
+    # The usual case, each share on one server of its own, is a matching already.
+    servers: set[str] = set()
+    for holders in sharemap.values():
+        if not isinstance(holders, (set, frozenset)) or len(holders) != 1:
+            break
+        servers |= holders
+    else:
+        if len(servers) == len(sharemap):
+            return len(servers)
     return len(maximum_matching(invert(sharemap)))
 
 

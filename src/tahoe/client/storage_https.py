@@ -18,6 +18,7 @@ its last byte arrives (that write is answered 201), so a writer's
 from __future__ import annotations
 
 import os
+from binascii import b2a_base64
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -44,6 +45,10 @@ BULK_BYTES = 128 * 1024
 #: Largest answer accepted to a share write (or to an allocation: two sets of share numbers).
 MAX_ANSWER_OF_WRITE = 64 * 1024
 _CBOR = messages.CBOR.encode("ascii")
+#: ``X-Tahoe-Authorization`` values up to the base64 secret (``messages.secret_header``),
+#: made once: an upload of a small file sends three a server.
+_RENEW, _CANCEL, _UPLOAD = (messages.secret_header(kind, b"")
+                            for kind in (Secret.LEASE_RENEW, Secret.LEASE_CANCEL, Secret.UPLOAD))
 
 
 def _gone(failure: Failure) -> Failure:
@@ -224,14 +229,14 @@ class HTTPSStorageClient:
             return allocate_and_write(self, storage_index, renew_secret, cancel_secret, shares,
                                       allocated_size)
         upload = (b"x-tahoe-authorization",
-                  messages.secret_header(Secret.UPLOAD, os.urandom(UPLOAD_SECRET_SIZE)))
+                  _UPLOAD + b2a_base64(os.urandom(UPLOAD_SECRET_SIZE), newline=False))
         authorization = self._authorization
         path = f"/storage/v1/immutable/{base32.b2a(storage_index)}".encode("ascii")
         shnums = sorted(shares)
         requests = [(b"POST", path, [
             authorization,
-            (b"x-tahoe-authorization", messages.secret_header(Secret.LEASE_RENEW, renew_secret)),
-            (b"x-tahoe-authorization", messages.secret_header(Secret.LEASE_CANCEL, cancel_secret)),
+            (b"x-tahoe-authorization", _RENEW + b2a_base64(renew_secret, newline=False)),
+            (b"x-tahoe-authorization", _CANCEL + b2a_base64(cancel_secret, newline=False)),
             upload, (b"accept", _CBOR), (b"content-type", _CBOR)],
             messages.AllocateRequest(frozenset(shnums), allocated_size).to_cbor())]
         for shnum in shnums:
