@@ -199,11 +199,8 @@ class BucketWriter:
         contiguous run in one ``pwrite`` (the whole share in one, when ``data`` is all of
         it). A file the disk refuses part way goes again."""
         try:
-            with disk.create_file(self._incoming) as file:
-                for position, piece in new_container_writes(
-                        self.allocated_size, self._lease_record, offset, data):
-                    file.write_at(position, piece)
-                self.disk_bytes = file.disk_bytes()
+            self.disk_bytes = disk.create_with(self._incoming, new_container_writes(
+                self.allocated_size, self._lease_record, offset, data))
         except FileExistsError:
             raise
         except BaseException:

@@ -143,18 +143,36 @@ class _Buffered:
             raise http_error(error) from None
 
 
+#: Each operation's counter and latency window (None: not timed), as ``storage_operation``
+#: names them.
+_STATISTICS = {operation: (f"storage_server.{operation}",
+                           f"storage_server.latencies.{operation}"
+                           if operation in TIMED_STORAGE_OPERATIONS else None)
+               for operation in [*_OPERATIONS.values(), "close"]}
+
+
 def _counted(stats: Statistics | None, operation: str, answer: Callable[[], T]) -> T:
-    """``answer()``, counted as ``storage_server.<operation>`` and, if it ends without
-    raising and the operation is a timed one, timed (``storage_operation``'s names, without
-    its context manager)."""
+    """``answer()``, counted and, if it ends without raising and the operation is a timed
+    one, timed (as ``storage_operation`` does, without a context manager)."""
     if stats is None:
         return answer()
-    stats.count("storage_server." + operation)
-    timer = stats.timer()
+    counter, latency = _STATISTICS[operation]
+    stats.count(counter)
+    started = stats.now()
     response = answer()
-    if operation in TIMED_STORAGE_OPERATIONS:
-        timer.done("storage_server.latencies." + operation)
+    if latency is not None:
+        stats.add_sample(latency, max(0.0, stats.now() - started))
     return response
+
+
+#: A write's answer when the share is complete (written, closed).
+_COMPLETE = messages.encode_required([])
+
+
+@functools.lru_cache(maxsize=256)
+def _allocation_answer(already: frozenset[int], allocated: frozenset[int]) -> bytes:
+    """The allocate answer's body (the same few, share number sets, again and again)."""
+    return messages.encode_allocation(already, allocated)
 
 
 class _Counted:
@@ -398,7 +416,8 @@ class StorageHTTPApplication:
                 upload = _Upload(writer, secrets[Secret.UPLOAD], set())
                 upload.uses(request.connection)
                 self._uploads[(storage_index, shnum)] = upload
-            return Response(200, CBOR_HEADERS, messages.encode_allocation(already, writers))
+            return Response(200, CBOR_HEADERS,
+                            _allocation_answer(frozenset(already), frozenset(writers)))
         return self._cbor_body(request, ALLOCATE_BODY, answer)
 
     def _upload(self, storage_index: bytes, shnum: int, secret: bytes) -> _Upload | None:
@@ -438,7 +457,7 @@ class StorageHTTPApplication:
             # The share file's size: header, data, and the lease made at allocation.
             self._stats.count("storage_server.bytes_added",
                               HEADER_SIZE + writer.allocated_size + IMMUTABLE_LEASE_SIZE)
-        return Response(201, CBOR_HEADERS, messages.encode_required([]))
+        return Response(201, CBOR_HEADERS, _COMPLETE)
 
     def _abort(self, request: Request, secrets: dict, storage_index: bytes,
                shnum: int) -> _Buffered:

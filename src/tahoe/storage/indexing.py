@@ -41,7 +41,6 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-import attrs
 from twisted.logger import Logger
 
 from . import paths
@@ -275,7 +274,8 @@ class IndexKeeper:
                 return self._read_share(storage_index, shnum)
             if storage_index not in buckets:
                 buckets[storage_index] = disk_bytes(self.bucket_dir(storage_index))
-            return attrs.evolve(share, bucket_disk_bytes=buckets[storage_index])
+            return IndexedShare(storage_index, shnum, share.kind, share.size, share.disk_bytes,
+                                buckets[storage_index], share.data_length, share.expirations)
         self.refresh(list(shares), read)
 
     def shares_changed(self, storage_index: bytes, shnums: Iterable[int]) -> None:

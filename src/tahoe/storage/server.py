@@ -412,8 +412,8 @@ class StorageServer:
             for shnum in shnums:
                 writers[shnum] = BucketWriter.create(
                     storage_index, shnum, allocated_size, lease,
-                    self._path(paths.incoming_path_parts(storage_index, shnum)),
-                    self._path(paths.share_path_parts(storage_index, shnum)),
+                    f"{self._root}/{paths.incoming_path(storage_index, shnum)}",
+                    f"{self._root}/{paths.share_path(storage_index, shnum)}",
                     self._timeouts, self._discard, self._writer_finished,
                     self.index.lock(storage_index), new_bucket)
                 self._writers[(storage_index, shnum)] = writers[shnum]
