@@ -56,6 +56,8 @@ class _Exchange:
     discarded: int = 0
     complete: bool = False
     started: bool = False
+    #: It came with ``Expect: 100-continue``.
+    expects_continue: bool = False
 
 
 @implementer(IPushProducer)
@@ -195,10 +197,15 @@ class HTTP1ServerProtocol(Protocol):
         target = b"".join(self._target)
         headers = self._headers
         keep_alive = bool(self._parser.should_keep_alive())
-        length_text = next((v for k, v in headers if k == b"content-length"), None)
+        length = None
+        for name, value in headers:  # (one pass for the two headers looked at here)
+            if name == b"content-length":
+                if length is None:
+                    length = int(value) if value and value.isdigit() else -1
+            elif name == b"expect" and value.lower() == b"100-continue":
+                exchange.expects_continue = True
         request = Request(self._parser.get_method(), target, headers, keep_alive,
-                          int(length_text) if length_text and length_text.isdigit() else None,
-                          self._scope)
+                          None if length is None or length < 0 else length, self._scope)
         exchange.request = request
         if len(target) > self._limits.target_bytes:
             exchange.error = HTTPError(414, "request target too long", close=True)
@@ -253,7 +260,7 @@ class HTTP1ServerProtocol(Protocol):
                 self._log.failure("HTTP application failed on {method} {target}",
                                   method=request.method, target=request.path[:200])
                 exchange.error = HTTPError(500, "internal error")
-        if exchange.error is None and (request.header(b"expect") or b"").lower() == b"100-continue":
+        if exchange.error is None and exchange.expects_continue:
             self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         buffered, exchange.buffered = exchange.buffered, []
         self._buffered -= exchange.buffered_size
@@ -298,11 +305,11 @@ class HTTP1ServerProtocol(Protocol):
             self._log.failure("HTTP application failed")
             self._send(exchange, text_response(500, "internal error"))
             return
-        if isinstance(result, Deferred):
+        if isinstance(result, Response) or not isinstance(result, Deferred):
+            self._send(exchange, result)  # (Deferred's isinstance goes through abc: asked last)
+        else:
             result.addCallbacks(lambda response: self._send(exchange, response),
                                 lambda failure: self._send(exchange, self._failure_response(failure)))
-        else:
-            self._send(exchange, result)
 
     def _failure_response(self, failure: Failure) -> Response:
         if failure.check(HTTPError):
@@ -319,12 +326,16 @@ class HTTP1ServerProtocol(Protocol):
             return
         request = exchange.request
         assert request is not None
-        close = not request.keep_alive or any(
-            k == b"connection" and v == b"close" for k, v in response.headers)
-        length = response.stream.length if response.stream is not None else len(response.body)
+        close = not request.keep_alive
+        said = False  # whether the answer has a Connection header of its own
         lines = [b"HTTP/1.1 %d %s\r\n" % (response.status, REASONS.get(response.status, b"Unknown"))]
-        lines += [b"%s: %s\r\n" % header for header in response.headers]
-        if close and not any(k == b"connection" for k, _ in response.headers):
+        for name, value in response.headers:
+            lines.append(b"%s: %s\r\n" % (name, value))
+            if name == b"connection":
+                said = True
+                close = close or value == b"close"
+        length = response.stream.length if response.stream is not None else len(response.body)
+        if close and not said:
             lines.append(b"connection: close\r\n")
         if response.status not in (204, 304) and not 100 <= response.status < 200:
             lines.append(b"content-length: %d\r\n" % length)
