@@ -16,7 +16,7 @@ from attrs import frozen
 from ..caps.immutable import CHKReadCap, CHKVerifyCap, LiteralCap
 from ..crypto.aes import AESCTRStream
 from ..util.hashutil import (block_hash, crypttext_hasher, crypttext_segment_hash,
-                             storage_index_from_key)
+                             storage_index_from_key, uri_extension_hash)
 from .codec import SegmentCodec
 from .errors import BadEncodingParameters
 from .hashtree import build_tree, chain_order
@@ -201,8 +201,8 @@ class ImmutableEncoder:
         ueb_bytes = ueb.to_bytes()
         assert len(ueb_bytes) == self.ueb_length
         assert len(crypttext_tree) * 32 == tree_bytes(geometry.num_segments)
-        read_cap = (CHKReadCap(self.key, ueb.hash(), geometry.needed, geometry.total,
-                               geometry.size) if self.key is not None else None)
+        read_cap = (CHKReadCap(self.key, uri_extension_hash(ueb_bytes), geometry.needed,
+                               geometry.total, geometry.size) if self.key is not None else None)
         return EncodedTrailer(read_cap, ueb, ueb_bytes, self.layout.plaintext_hash_tree,
                               crypttext_tree, share_tree, block_trees, self.layout,
                               self.storage_index)

@@ -57,6 +57,8 @@ def build_tree(leaves: Sequence[bytes]) -> list[bytes]:
     :raises ValueError: for an empty leaf list.
     """
     count = len(leaves)
+    if count == 1:
+        return [leaves[0]]  # the leaf is the root (every block tree of a one-segment file)
     if count < 1:
         raise ValueError("a hash tree needs at least one leaf")
     width = next_power_of_two(count)

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote, unquote_to_bytes, urljoin
 
-from twisted.python import log
 from twisted.web import resource
 from twisted.web.server import Request
 
@@ -136,9 +135,9 @@ class URIResource(resource.Resource):
         return render_async(request, self._get)
 
     async def _upload(self, request: Request, source: Uploadable) -> str:
+        # (not logged: its start, end and rate are in the history of /status, its latency
+        # in the statistics; the access log has the request)
         result = await self._client.upload(source)
-        log.msg(format="upload of %(size)d bytes: %(timings)s", size=source.size,
-                timings={k: round(v * 1000, 2) for k, v in result.timings.items()})
         return result.cap.to_string()
 
     async def _put(self, request: Request) -> bytes:
