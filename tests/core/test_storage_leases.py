@@ -210,3 +210,12 @@ def test_expiration_stays_within_its_four_bytes() -> None:
     assert expiration_for(2 ** 32 + 5) == MAX_EXPIRATION == 2 ** 32 - 1
     assert expiration_for(-10 ** 9) == 0
     assert expiration_for(1_700_000_000) == 1_700_000_000 + 31 * 86400
+
+
+def test_a_new_immutable_lease_record_packed_at_once() -> None:
+    """``immutable_lease_record`` packs the stored (hashed) record ``new_lease`` would give."""
+    from tahoe.storage.leases import (OWNER_ALLOCATE, immutable_lease_record, new_lease,
+                                      pack_immutable_lease)
+    renew, cancel = b"r" * 32, b"c" * 32
+    assert immutable_lease_record(OWNER_ALLOCATE, renew, cancel, 1234) == pack_immutable_lease(
+        new_lease(OWNER_ALLOCATE, renew, cancel, 1234, hashed=True))

@@ -92,7 +92,7 @@ class BucketWriter:
     _log = Logger()
 
     def __init__(self, storage_index: bytes, shnum: int, allocated_size: int,
-                 first_lease: Lease, incoming_path: str, final_path: str,
+                 lease_record: bytes, expiration: int, incoming_path: str, final_path: str,
                  timeouts: WriterTimeouts, discard: bool,
                  on_finish: Callable[["BucketWriter"], None],
                  lock: ContextManager[Any] | None = None, new_bucket: bool = False) -> None:
@@ -101,10 +101,10 @@ class BucketWriter:
         self.shnum = shnum
         self.allocated_size = allocated_size
         #: The expiration of the lease the share is made with.
-        self.expiration = first_lease.expiration
+        self.expiration = expiration
         #: Disk bytes of the share file (``st_blocks`` × 512) after its last change.
         self.disk_bytes = 0
-        self._lease_record = pack_immutable_lease(first_lease)
+        self._lease_record = lease_record
         self._made = False
         self._new_bucket = new_bucket
         self._incoming = incoming_path
@@ -120,14 +120,15 @@ class BucketWriter:
         timeouts.watch(self)
 
     @classmethod
-    def create(cls, storage_index: bytes, shnum: int, allocated_size: int, first_lease: Lease,
-               incoming_path: str, final_path: str, timeouts: WriterTimeouts, discard: bool,
+    def create(cls, storage_index: bytes, shnum: int, allocated_size: int,
+               first_lease: Lease | tuple[bytes, int], incoming_path: str, final_path: str, timeouts: WriterTimeouts, discard: bool,
                on_finish: Callable[["BucketWriter"], None],
                lock: ContextManager[Any] | None = None,
                new_bucket: bool = False) -> "BucketWriter":
         """A writer for a new share (its incoming file is made by the first write).
 
-        :param first_lease: in stored (hashed, version 2) form.
+        :param first_lease: in stored (hashed, version 2) form, or as its packed record
+            and expiration (:func:`~.leases.immutable_lease_record`).
         :param on_finish: called once, with the writer, when it closes or aborts.
         :param lock: held while the share moves into its bucket (garbage collection,
             in another thread, may be removing that directory).
@@ -137,8 +138,10 @@ class BucketWriter:
         """
         if DATA_OFFSET_AND_LEASE + allocated_size > MAX_FILE_SIZE:
             raise OverflowError(f"a share of {allocated_size} bytes is larger than a file can be")
-        return cls(storage_index, shnum, allocated_size, first_lease, incoming_path, final_path,
-                   timeouts, discard, on_finish, lock, new_bucket)
+        record, expiration = (first_lease if isinstance(first_lease, tuple) else
+                              (pack_immutable_lease(first_lease), first_lease.expiration))
+        return cls(storage_index, shnum, allocated_size, record, expiration, incoming_path,
+                   final_path, timeouts, discard, on_finish, lock, new_bucket)
 
     @property
     def state(self) -> WriterState:

@@ -147,6 +147,14 @@ def new_lease(owner_num: int, renew_secret: bytes, cancel_secret: bytes, expirat
                  stored_secret(cancel_secret, hashed), expiration, nodeid)
 
 
+def immutable_lease_record(owner_num: int, renew_secret: bytes, cancel_secret: bytes,
+                           expiration: int) -> bytes:
+    """The stored (hashed, version 2) immutable record of a new lease, packed at once from
+    secrets and an expiration already checked (no :class:`Lease` value is made)."""
+    return IMMUTABLE_LEASE.pack(owner_num, stored_secret(renew_secret, True),
+                                stored_secret(cancel_secret, True), expiration)
+
+
 def renew_secret_matches(lease: Lease, renew_secret: bytes, hashed: bool) -> bool:
     """Whether a presented renew secret matches a stored lease, compared in constant time."""
     return hmac.compare_digest(lease.renew_field, stored_secret(renew_secret, hashed))

@@ -37,7 +37,7 @@ from .errors import BadRequest, ContainerError, NoSpace, WrongShareKind
 from .immutable_container import HEADER_SIZE, ImmutableContainer
 from .indexing import IndexKeeper
 from .leases import (IMMUTABLE_LEASE_SIZE, OWNER_ADD_LEASE, OWNER_ALLOCATE, expiration_for,
-                     new_lease)
+                     immutable_lease_record)
 from .mutable_container import MAX_SIZE as MAX_MUTABLE_SIZE
 from .mutable_container import MutableContainer
 from .quarantine import QUARANTINE_DIR, quarantine_if_corrupt
@@ -118,6 +118,7 @@ class StorageServer:
         self._disk_stats = disk_stats or disk.free_space_for_nonroot
         self._writers: dict[tuple[bytes, int], BucketWriter] = {}
         self._timeouts = WriterTimeouts(clock)
+        self._allocated = 0  # the allocated sizes of self._writers
         self._writer_listeners: list[Callable[[BucketWriter], None]] = []
         self._shares_dir = os.path.join(self._root, paths.SHARES_DIR)
         self._advisory_dir = os.path.join(self._root, paths.CORRUPTION_DIR)
@@ -160,8 +161,8 @@ class StorageServer:
         return available_space(free, self._reserved_space, self._readonly)
 
     def allocated_size(self) -> int:
-        """Bytes promised to bucket writers still open."""
-        return sum(writer.allocated_size for writer in self._writers.values())
+        """Bytes promised to bucket writers still open (kept as they open and finish)."""
+        return self._allocated
 
     def stats(self) -> StorageStats:
         """A snapshot of the numbers an operator watches."""
@@ -407,7 +408,8 @@ class StorageServer:
         writers: dict[int, BucketWriter] = {}
         if not shnums:
             return writers
-        lease = new_lease(OWNER_ALLOCATE, renew_secret, cancel_secret, expiration, hashed=True)
+        lease = (immutable_lease_record(OWNER_ALLOCATE, renew_secret, cancel_secret, expiration),
+                 expiration)
         try:
             for shnum in shnums:
                 writers[shnum] = BucketWriter.create(
@@ -417,6 +419,7 @@ class StorageServer:
                     self._timeouts, self._discard, self._writer_finished,
                     self.index.lock(storage_index), new_bucket)
                 self._writers[(storage_index, shnum)] = writers[shnum]
+                self._allocated += allocated_size
         except BaseException:
             for writer in writers.values():
                 writer.abort()
@@ -424,7 +427,8 @@ class StorageServer:
         return writers
 
     def _writer_finished(self, writer: BucketWriter) -> None:
-        self._writers.pop((writer.storage_index, writer.shnum), None)
+        if self._writers.pop((writer.storage_index, writer.shnum), None) is writer:
+            self._allocated -= writer.allocated_size
         if writer.state is WriterState.CLOSED:
             # the writer made the file: its row needs no reading of it
             self.index.share_closed(writer.storage_index, writer.shnum, IndexedShare(

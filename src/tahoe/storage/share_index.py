@@ -311,7 +311,10 @@ class ShareIndex(IndexReader):
         storage indexes written, read in this hold of the write lock (:meth:`update`), so
         neither a share's old size nor whether its bucket is new need a query."""
         buckets, count, size = self._totals.buckets, self._totals.shares, self._totals.bytes
-        db.execute("BEGIN")
+        # one row (a list of one) is one statement, atomic by itself: no BEGIN and COMMIT
+        single = isinstance(shares, list) and len(shares) == 1
+        if not single:
+            db.execute("BEGIN")
         try:
             for share in shares:
                 si = share.storage_index
@@ -334,9 +337,11 @@ class ShareIndex(IndexReader):
                     size += share.size - old[0]
                 db.execute(f"INSERT OR REPLACE INTO shares ({_COLUMNS}) VALUES "
                            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", share.row())
-            db.execute("COMMIT")
+            if not single:
+                db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if not single:
+                db.execute("ROLLBACK")
             raise
         self._totals = Totals(buckets, count, size)
 
