@@ -353,3 +353,51 @@ async def test_a_modify_whose_lost_publish_won_applies_its_change_once(
         assert await small_grid.writer.open(cap).read() == expected
         run.checked(expected)
         assert small_grid.advisories() == []
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_modify_from_what_this_node_wrote_last_loses_no_rival_write(
+        small_grid: SmallGrid) -> None:
+    """A node's next modify starts from what its last publish wrote, without a servermap
+    update. When nothing came between, that is all; when a rival wrote in between, the
+    test-and-set fails and the change is applied again on a read of the rival's version;
+    and a change that finds nothing to do in what this node wrote is tried again on a read
+    (no publish would confirm that what it wrote is still there)."""
+    with fault_run(FAULT_CLASS) as run:
+        cap = await small_grid.writer.create(lines(500, "base"))
+        ours = RacedNode(small_grid.reader, cap)
+        rival = small_grid.writer.open(cap)
+        calls: list[tuple[str, bool]] = []
+
+        def append(tag: str) -> Callable[[bytes, bool], bytes]:
+            def change(old: bytes, first: bool) -> bytes:
+                calls.append((tag, first))
+                return old + lines(10, tag)
+            return change
+
+        expected = lines(500, "base") + lines(10, "a")
+        assert await ours.modify(append("a")) == expected
+        expected += lines(10, "b")
+        assert await ours.modify(append("b")) == expected
+        assert ours.surveys == 1  # the second started from what the first wrote
+
+        await rival.modify(lambda old, first: old + lines(10, "rival"))
+        expected += lines(10, "rival") + lines(10, "c")
+        calls.clear()
+        assert await ours.modify(append("c")) == expected
+        assert calls == [("c", True), ("c", False)]  # lost on what it wrote, then read
+        assert ours.surveys == 2
+
+        await rival.modify(lambda old, first: old + lines(10, "later"))
+        expected += lines(10, "later")
+        seen: list[bool] = []
+
+        def after_later(old: bytes, first: bool) -> bytes | None:
+            seen.append(old.endswith(lines(10, "later")))
+            return old + lines(10, "d") if seen[-1] else None
+        expected += lines(10, "d")
+        assert await ours.modify(after_later) == expected
+        assert seen == [False, True] and ours.surveys == 3
+        assert await small_grid.writer.open(cap).read() == expected
+        run.checked(expected)
+        assert small_grid.advisories() == []

@@ -19,6 +19,12 @@ The network shell around :mod:`tahoe.mutable` (``reference/mutable-dirnodes.md``
   ``slot_testv_and_readv_and_writev`` per server, all at once, each tested
   against the checkstring the servermap saw in that very share. A modify is
   therefore two round trips: the servermap read and the test-and-set write.
+  A node whose last publish of a file went through on every server knows
+  what each of them now holds, so its next modify (within
+  :data:`WRITTEN_STANDS_FOR` seconds) starts from those contents, without the
+  read: one round trip. The test-and-set keeps this safe: if anyone wrote in
+  between, the tests fail, nothing of ours stands, and the modify retries on a
+  fresh servermap, as for any lost race.
 * **update** at an offset of an MDMF file (:mod:`.mutable_update`): after the
   servermap update, one read of the touched segments' blocks and hash tree
   nodes, and one test-and-set write per server of only the changed pieces;
@@ -44,6 +50,7 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from attrs import define
 from twisted.internet.defer import Deferred, DeferredLock, DeferredList
 from twisted.internet.task import deferLater
 from twisted.internet.threads import deferToThread
@@ -98,6 +105,19 @@ READ_ATTEMPTS = 8
 #: left to fetch, so no write can replace them between the two reads. Directories of a
 #: few hundred entries, written often, are the case; bytes past a share's end cost nothing.
 WHOLE_SHARE_PROBE = 64 * 1024
+#: Seconds after a publish through this node that went through on every server during
+#: which a modify starts from what it wrote instead of a servermap update.
+WRITTEN_STANDS_FOR = 30.0
+
+
+@define
+class _Written:
+    """What a publish through this node left on every server it wrote to."""
+
+    contents: bytes
+    servermap: ServerMap
+    keys: MutableKeys
+    at: float
 
 
 class MutableClient:
@@ -165,6 +185,7 @@ class MutableFileNode:
         self.total: int | None = None
         self.share_size = 0  # of the version last read or written here
         self.lost_race_at: float | None = None  # when a modify here last lost a race
+        self._written: _Written | None = None  # the last publish here, if it went through
 
     # -- reading
 
@@ -423,10 +444,17 @@ class MutableFileNode:
             calls.append(server.storage.slot_testv_and_readv_and_writev(
                 self.storage_index, secrets, tw, read_vector(self.format)))
             targets.append((server, set(tw)))
+        self._written = None
         answers = await DeferredList(calls, consumeErrors=True)
         judge_write_answers(targets, answers, encoded.checkstring, needed)
         self.needed, self.total = needed, total
         self.share_size = len(encoded.shares[0].data)
+        if len(targets) == len(plan) and all(ok for ok, _ in answers):
+            written = ServerMap()
+            for server, shnums in targets:
+                for shnum in shnums:
+                    written.add_share(server.server_id.decode("ascii"), shnum, encoded.version)
+            self._written = _Written(data, written, keys, client.clock.seconds())
 
     async def overwrite(self, data: bytes) -> None:
         """Replace the contents (a blind write: a lost race is reported, not retried)."""
@@ -458,6 +486,7 @@ class MutableFileNode:
         """
         if not data:
             return
+        self._written = None  # an update in place changes shares without a whole publish
         where: int | None = None  # the offset, once fixed against the length first read
         if self.format is MutableFormat.MDMF:
             where = await self._update_in_place(offset, data)
@@ -517,7 +546,9 @@ class MutableFileNode:
         A change counts as made only once a publish of it met no conflict. A lost
         publish may still have won on some servers, its contents now the best
         version: a retry that reads exactly those contents publishes them again,
-        without applying the change a second time.
+        without applying the change a second time. The first attempt may start from
+        what this node's last publish wrote (:data:`WRITTEN_STANDS_FOR`) instead of a
+        read; a change that finds nothing to do there is tried again on a read.
 
         :returns: the contents now in place.
         """
@@ -530,19 +561,27 @@ class MutableFileNode:
             last: Exception | None = None
             attempted: bytes | None = None  # what the last lost publish wrote
             started = clock.seconds()
+            checking = False  # whether a read is to confirm a no-change found in what we wrote
             for attempt in itertools.count():
                 if attempt >= len(RETRY_DELAYS) and clock.seconds() - started > RETRY_PATIENCE:
                     break
                 delay = RETRY_DELAYS[min(attempt, len(RETRY_DELAYS) - 1)]
-                if delay:
+                if delay and not checking:
                     await deferLater(clock, delay * random.random(), lambda: None)
-                try:
-                    old, smap, probe = await self._read(want_private_key=True)
-                except NotEnoughShares as error:  # the read lost every race it ran
-                    last = error
-                    log.msg(f"modify of {self.storage_index.hex()[:8]}: read failed (attempt "
-                            f"{attempt + 1}): {error}; retrying")
-                    continue
+                checking = False
+                written, self._written = self._written, None
+                keys: MutableKeys | None = None
+                if attempt == 0 and written is not None \
+                        and clock.seconds() - written.at <= WRITTEN_STANDS_FOR:
+                    old, smap, keys = written.contents, written.servermap, written.keys
+                else:
+                    try:
+                        old, smap, probe = await self._read(want_private_key=True)
+                    except NotEnoughShares as error:  # the read lost every race it ran
+                        last = error
+                        log.msg(f"modify of {self.storage_index.hex()[:8]}: read failed "
+                                f"(attempt {attempt + 1}): {error}; retrying")
+                        continue
                 first_time = attempted is None
                 if old == attempted:
                     # The lost publish is the best version this read found: it won on
@@ -555,10 +594,17 @@ class MutableFileNode:
                     result = modifier(old, first_time)
                     new = await result if isinstance(result, (Deferred, Awaitable)) else result  # type: ignore[misc]
                     if new is None or (new == old and first_time):
+                        if keys is not None:
+                            # No publish, so no test-and-set confirms what we wrote is
+                            # still there: the servers are read, and the change is tried
+                            # on what they hold.
+                            checking = True
+                            continue
                         return old
                 # Published over the servermap the contents were read from: a write
                 # since then fails its test-and-set, and the change is applied again.
-                keys = await self._keys(smap, probe)
+                if keys is None:
+                    keys = await self._keys(smap, probe)
                 try:
                     await self.publish(new, smap, keys)
                     return new
