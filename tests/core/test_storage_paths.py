@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tahoe.storage import paths
+from tahoe.util import base32
 from tests.vectors import load
 
 PATHS = load("storage-paths.json")
@@ -46,3 +49,14 @@ def test_all_prefixes() -> None:
 def test_share_names(name: str, expected: int | None) -> None:
     """Only names made entirely of ASCII digits are shares."""
     assert paths.share_number_of(name) == expected
+
+
+@settings(max_examples=500)
+@given(st.binary(min_size=0, max_size=20))
+def test_storage_index_base32_is_tahoes(storage_index: bytes) -> None:
+    """The base32 of a storage index (made 10 bits at a time for 16 bytes) is Tahoe's b2a,
+    and paths join it as their parts do."""
+    assert paths.storage_index_to_b32(storage_index) == base32.b2a(storage_index)
+    if len(storage_index) == 16:
+        assert paths.share_path(storage_index, 9) == paths.as_text(
+            paths.share_path_parts(storage_index, 9))

@@ -84,18 +84,20 @@ def as_text(parts: Parts) -> str:
 
 
 def share_dir(storage_index: bytes) -> str:
-    """:func:`share_dir_parts` as text."""
-    return as_text(share_dir_parts(storage_index))
+    """:func:`share_dir_parts` as text (formatted at once: a share's paths are made for
+    every allocation)."""
+    si_b32 = storage_index_to_b32(storage_index)
+    return f"{SHARES_DIR}/{si_b32[:PREFIX_LENGTH]}/{si_b32}"
 
 
 def share_path(storage_index: bytes, shnum: int) -> str:
     """:func:`share_path_parts` as text."""
-    return as_text(share_path_parts(storage_index, shnum))
+    return f"{share_dir(storage_index)}/{shnum}"
 
 
 def incoming_path(storage_index: bytes, shnum: int) -> str:
     """:func:`incoming_path_parts` as text."""
-    return as_text(incoming_path_parts(storage_index, shnum))
+    return f"{SHARES_DIR}/{INCOMING_DIR}/{storage_index_to_b32(storage_index)}.{shnum}"
 
 
 def all_prefixes() -> list[str]:
