@@ -23,7 +23,7 @@ from tahoe.client.storage_api import (ServerGone, ServerRefused, ShareNotAllocat
                                       StorageServerClient, WriteEnablerRefused)
 from tahoe.client.storage_foolscap import FoolscapStorageClient
 from tahoe.client.storage_https import HTTPSStorageClient
-from tahoe.httpwire.client import PersistentConnection
+from tahoe.httpwire.client import ConnectionGone, PersistentConnection
 from tahoe.httpwire.server import HTTP1ServerFactory
 from tahoe.httpwire.threaded import PinMismatch, ThreadedConnection
 from tahoe.httpwire.tls import certificate_spki_hash, server_options
@@ -350,8 +350,9 @@ async def test_share_removed_by_hand(served: Served) -> None:
 
 
 @pytest_twisted.ensureDeferred
-async def test_bulk_connection_pins_the_key(tmp_path: Path) -> None:
-    """The threaded connection refuses a server whose key is not the pinned one."""
+async def test_connections_pin_the_key(tmp_path: Path) -> None:
+    """The kept-open connection (TLS over memory BIOs) and the threaded one refuse a server
+    whose key is not the pinned one; with the pinned key, requests reach it."""
     from twisted.internet import reactor
     from twisted.internet.endpoints import serverFromString
     tub = new_tub()
@@ -363,15 +364,26 @@ async def test_bulk_connection_pins_the_key(tmp_path: Path) -> None:
     switch.serve_https(TLSMemoryBIOFactory(server_options(tub.myCertificate), False,
                                            HTTP1ServerFactory(StorageHTTPApplication(
                                                server, b"swiss"), reactor)))
+    pinned = certificate_spki_hash(tub.myCertificate)
     try:
         wrong = ThreadedConnection("127.0.0.1", port, "A" * 43, reactor)
         assert isinstance(await _failure(wrong.request(b"GET", b"/storage/v1/version")),
                           PinMismatch)
-        right = ThreadedConnection("127.0.0.1", port, certificate_spki_hash(tub.myCertificate),
-                                   reactor)
+        right = ThreadedConnection("127.0.0.1", port, pinned, reactor)
         answer = await right.request(b"GET", b"/storage/v1/version")
         assert answer.status == 401  # reached the server; no Authorization was sent
         right.stop()
+        for spki_hash, refused in (("A" * 43, True), (pinned, False)):
+            kept = PersistentConnection(endpoint_for(NURL(spki_hash, "127.0.0.1", port, "swiss"),
+                                                     reactor), b"127.0.0.1", reactor)
+            try:
+                if refused:
+                    error = await _failure(kept.request(b"GET", b"/storage/v1/version"))
+                    assert isinstance(error, ConnectionGone)
+                else:
+                    assert (await kept.request(b"GET", b"/storage/v1/version")).status == 401
+            finally:
+                kept.stop()
     finally:
         await tub.stopService()
         switch.stop()

@@ -21,7 +21,7 @@ from twisted.python.failure import Failure
 
 from ..httpwire.client import PersistentConnection
 from ..httpwire.threaded import ThreadedConnection
-from ..httpwire.tls import PinnedCertificate
+from ..httpwire.tls import PinnedTLSEndpoint
 from ..util.errors import BadNURL
 from ..util.nurl import NURL, parse_nurl
 from .storage_https import HTTPSStorageClient
@@ -61,11 +61,11 @@ def takes_pipelining(version: Mapping[bytes, Any]) -> bool:
 
 def endpoint_for(nurl: NURL, clock: Any) -> Any:
     """A TLS client endpoint to a NURL's address, accepting only its pinned key."""
-    from twisted.internet.endpoints import HostnameEndpoint, wrapClientTLS
+    from twisted.internet.endpoints import HostnameEndpoint
 
     host = nurl.host.strip("[]")
-    return wrapClientTLS(PinnedCertificate(nurl.spki_hash),
-                         HostnameEndpoint(clock, host, nurl.port, timeout=30))
+    return PinnedTLSEndpoint(HostnameEndpoint(clock, host, nurl.port, timeout=30),
+                             nurl.spki_hash)
 
 
 class HTTPSConnector:
