@@ -21,8 +21,9 @@ first walk (:mod:`.crawler`), prefix by prefix in worker threads, while the
 server answers requests from the files. Changes the server makes to a
 prefix while it is being scanned are read again once its rows are in.
 
-Rows are written after the files were read again, under the index's write
-lock (:meth:`~.share_index.ShareIndex.update`): by the reactor thread for the
+Rows are written after the files were read again (or, for a share just
+closed, from what its writer wrote, without reading it back), under the
+index's write lock (:meth:`~.share_index.ShareIndex.update`): by the reactor thread for the
 server's own changes, and by the lease checker's worker threads for what
 garbage collection deleted or trimmed, so the reactor thread does not wait
 for the disk while a cycle collects (unless it changes a share meanwhile).
