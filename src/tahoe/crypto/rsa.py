@@ -78,10 +78,12 @@ def _import(der: bytes, want_private: bool) -> RSA.RsaKey:
 
 @functools.lru_cache(maxsize=64)
 def _openssl_key(der: bytes, private: bool) -> Any:
-    """The OpenSSL key object of DER bytes that :func:`_import` accepted."""
+    """The OpenSSL key object of DER bytes that :func:`_import` accepted (so OpenSSL's own
+    check of a private key, 10-40 ms, is not made again)."""
     from cryptography.hazmat.primitives import serialization
     if private:
-        return serialization.load_der_private_key(der, None)
+        return serialization.load_der_private_key(der, None,
+                                                  unsafe_skip_rsa_key_validation=True)
     return serialization.load_der_public_key(der)
 
 
@@ -155,6 +157,8 @@ class SigningKey:
 
     der: bytes = field(repr=False)
     _key: RSA.RsaKey = field(eq=False, repr=False)
+    #: OpenSSL's object of a key it generated here (else loaded at the first signature).
+    _openssl: Any = field(default=None, eq=False, repr=False)
 
     @classmethod
     def from_der(cls, der: bytes) -> "SigningKey":
@@ -184,8 +188,8 @@ class SigningKey:
         from Crypto.Signature import pss
         if salt is None and randfunc is None:
             from cryptography.hazmat.primitives import hashes
-            return _openssl_key(self.der, True).sign(  # type: ignore[no-any-return]
-                message, _pss(), hashes.SHA256())
+            key = self._openssl if self._openssl is not None else _openssl_key(self.der, True)
+            return key.sign(message, _pss(), hashes.SHA256())  # type: ignore[no-any-return]
         if salt is not None:
             if len(salt) != PSS_SALT_SIZE:
                 raise ValueError(f"a PSS salt must be {PSS_SALT_SIZE} bytes")
@@ -225,6 +229,6 @@ def generate_signing_key(randfunc: RandFunc | None = None,
         numbers = generated.private_numbers()
         key = RSA.construct((numbers.public_numbers.n, numbers.public_numbers.e,
                              numbers.d, numbers.p, numbers.q), consistency_check=False)
-        return SigningKey(der, key)
+        return SigningKey(der, key, generated)
     key = RSA.generate(KEY_BITS, randfunc=randfunc, e=public_exponent)
     return SigningKey(key.export_key("DER", pkcs=8), key)
