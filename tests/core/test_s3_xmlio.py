@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 from urllib.parse import unquote_plus
+from xml.etree import ElementTree
 
 import botocore.session
 import pytest
@@ -37,6 +38,29 @@ def serialized(operation: str, params: dict[str, Any]) -> bytes:
     request = RestXMLSerializer().serialize_to_request(params,
                                                        MODEL.operation_model(operation))
     return request["body"]
+
+
+@given(st.floats(min_value=0, max_value=253402300799.0))
+def test_iso_time_is_utc_to_the_millisecond(epoch: float) -> None:
+    """Any time until 9999 is written as UTC with milliseconds, whether its second's
+    text was remembered or not."""
+    milliseconds = int(round(epoch * 1000))
+    when = datetime.datetime.fromtimestamp(milliseconds // 1000, datetime.timezone.utc)
+    expected = when.strftime("%Y-%m-%dT%H:%M:%S") + f".{milliseconds % 1000:03d}Z"
+    assert xmlio.iso_time(epoch) == xmlio.iso_time(epoch) == expected
+
+
+@given(st.text(max_size=40))
+def test_element_text_round_trips_through_an_xml_parser(text: str) -> None:
+    """Whatever a key holds comes back from an XML parser as written (\\r and the
+    characters XML cannot hold as character references)."""
+    body = xmlio._document("R", [xmlio._element("Key", text)], namespace=False)
+    try:
+        parsed = ElementTree.fromstring(body).findtext("Key") or ""
+    except ElementTree.ParseError:  # a character XML 1.0 forbids even as a reference
+        assert any(ord(c) < 32 and c not in "\t\n\r" or c in "\ufffe\uffff" for c in text)
+        return
+    assert parsed == text
 
 
 def test_iso_time_has_milliseconds() -> None:

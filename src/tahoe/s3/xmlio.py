@@ -17,6 +17,7 @@ the expected document is ``MalformedXML``. Pure.
 from __future__ import annotations
 
 import datetime
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -43,6 +44,8 @@ MAX_XML_BODY = 2 * 1024 * 1024
 MAX_PART_NUMBER = 10000
 _DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>\n'
 _NOT_XML_CHARACTER = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\r\ufffe\uffff]")
+#: What :func:`_escape` changes: most keys, ETags and numbers hold none of it.
+_TO_ESCAPE = re.compile("[&<>\x00-\x08\x0b\x0c\x0e-\x1f\r\ufffe\uffff]")
 _CHECKSUM_ELEMENTS = {"ChecksumCRC32": "CRC32", "ChecksumCRC32C": "CRC32C",
                       "ChecksumSHA1": "SHA1", "ChecksumSHA256": "SHA256",
                       "ChecksumCRC64NVME": "CRC64NVME"}
@@ -69,14 +72,24 @@ class ListItem:
 
 # ---------------------------------------------------------------- writing
 
+@functools.lru_cache(maxsize=4096)
+def _iso_second(second: int) -> str:
+    when = datetime.datetime.fromtimestamp(second, datetime.timezone.utc)
+    return when.strftime("%Y-%m-%dT%H:%M:%S")
+
+
 def iso_time(epoch: float) -> str:
-    """S3's timestamp form of seconds since the epoch: ``2026-11-28T04:26:55.123Z``."""
+    """S3's timestamp form of seconds since the epoch: ``2026-11-28T04:26:55.123Z``.
+
+    Each second's text is remembered (a listing's keys were mostly written in bursts).
+    """
     milliseconds = int(round(epoch * 1000))
-    when = datetime.datetime.fromtimestamp(milliseconds // 1000, datetime.timezone.utc)
-    return when.strftime("%Y-%m-%dT%H:%M:%S") + f".{milliseconds % 1000:03d}Z"
+    return f"{_iso_second(milliseconds // 1000)}.{milliseconds % 1000:03d}Z"
 
 
 def _escape(text: str) -> str:
+    if _TO_ESCAPE.search(text) is None:
+        return text
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _NOT_XML_CHARACTER.sub(lambda m: f"&#{ord(m.group())};", text)
 
