@@ -189,12 +189,36 @@ class PinnedTLSClient(Protocol):
 
     def _flush(self) -> None:
         data = self._outgoing.read()
-        if data and self.transport is not None:
-            self.transport.write(data)
+        transport = self.transport
+        if data and transport is not None:
+            rest = send_now(transport, data)
+            if rest:
+                transport.write(rest)
 
     def _fail(self, error: Exception) -> None:
         self._failure = error
         self.abortConnection()
+
+
+def send_now(transport: Any, data: bytes) -> bytes:
+    """Send ``data`` on a Twisted TCP transport's socket at once when the transport holds
+    nothing unsent; return what is left for ``transport.write`` (all of it otherwise).
+
+    Twisted's ``write`` only buffers, and sends at the reactor's next turn (the descriptor
+    registered for writing, then unregistered: two ``epoll_ctl`` and a dozen Python calls
+    per write). A request of a small upload fits the socket buffer whole. Any transport
+    that is not such a TCP transport, or whose buffer holds data (order matters), is left
+    to ``write``; so is any error (``write`` then reports the loss).
+    """
+    if getattr(transport, "_tempDataBuffer", True) or getattr(transport, "dataBuffer", True) \
+            or not getattr(transport, "connected", False) or transport.disconnecting \
+            or getattr(transport, "_writeDisconnected", True):
+        return data
+    try:
+        sent = transport.socket.send(data)
+    except OSError:  # EAGAIN included: the buffer is full, Twisted waits for room
+        return data
+    return data[sent:]
 
 
 class _PinnedTLSFactory(Factory):
