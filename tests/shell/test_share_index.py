@@ -21,7 +21,8 @@ from twisted.internet.task import Clock
 from tahoe.storage import paths
 from tahoe.storage.crawler import LeaseCheckingCrawler
 from tahoe.storage.leases import LEASE_DURATION, ExpiryPolicy
-from tahoe.storage.server import StorageServer
+from tahoe.storage.indexing import BATCH_ROWS
+from tahoe.storage.server import INDEX_BATCH_DELAY, StorageServer
 from tahoe.storage.share_index import IMMUTABLE, MUTABLE, ShareIndex
 from tests.shell.storage_support import (assert_index_in_step, clock_at, make_server,
                                          numbered_si, shares_indexed, shares_on_disk)
@@ -352,11 +353,12 @@ def test_an_older_index_file_loses_its_unused_expiration_index(tmp_path: Path) -
     index.close()
 
 
-def test_the_rows_of_one_turns_closes_are_written_together(root: Path, clock: Clock,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    """With batching (a node's server), the shares closed in one reactor turn get their rows
-    in one transaction at the turn's end; the index runs late, never ahead, and a question
-    to it about one of their storage indexes meanwhile writes them first."""
+def test_the_rows_of_closes_are_written_together(root: Path, clock: Clock,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """With batching (a node's server), the shares closed within INDEX_BATCH_DELAY get
+    their rows in one transaction (their storage indexes looked up in one query); the index
+    runs late, never ahead, and a question to it about one of their storage indexes, or
+    about the totals, meanwhile writes them first; BATCH_ROWS waiting are written at once."""
     server = make_server(root, clock, batch_index=True)
     transactions: list[int] = []
     original = ShareIndex._put_many
@@ -367,15 +369,29 @@ def test_the_rows_of_one_turns_closes_are_written_together(root: Path, clock: Cl
         transactions.append(len(shares))
         original(self, db, shares, known)
     monkeypatch.setattr(ShareIndex, "_put_many", counting)
+    statements: list[str] = []
+    server.index.index.connection.set_trace_callback(statements.append)
     _upload(server, 1, {0, 1, 2})
+    clock.advance(INDEX_BATCH_DELAY / 2)
     _upload(server, 2, {5})
-    assert transactions == [] and server.index.index.totals.shares == 0  # late
-    clock.advance(0)
+    assert transactions == []  # late
+    clock.advance(INDEX_BATCH_DELAY / 2)
     assert transactions == [4]
+    assert len([s for s in statements if s.startswith("SELECT") and " IN " in s]) == 1
     assert server.index.index.totals.shares == 4 and server.index.index.totals.buckets == 2
     _upload(server, 3, {0})
     assert set(server.get_buckets(_si(3))) == {0}  # a question writes the pending rows first
     assert transactions == [4, 1]
-    clock.advance(0)
-    assert transactions == [4, 1]  # nothing left for the turn's end
+    _upload(server, 4, {0, 1})
+    assert server.index.index.totals.shares == 7  # and so does a look at the totals
+    assert transactions == [4, 1, 2]
+    clock.advance(INDEX_BATCH_DELAY)
+    assert transactions == [4, 1, 2]  # nothing left when the time is up
+    for number in range(BATCH_ROWS):
+        _, writers = server.allocate_buckets(number.to_bytes(2, "big") + b"batch-of-rows-",
+                                             RENEW, CANCEL, {0}, 8)
+        writers[0].write(0, b"abcdefgh")
+        writers[0].close()
+    assert transactions == [4, 1, 2, BATCH_ROWS]
+    server.index.index.connection.set_trace_callback(None)
     assert_index_in_step(server)

@@ -120,7 +120,7 @@ def _leases(root: Path, si: bytes, shnum: int) -> int:
 # (operation, crash point, the storage index it acts on, index deleted first)
 CASES = {
     "upload, then crash before the index": ("upload", "before-index-update", NEW, False),
-    # a batch of rows (the shares closed in one reactor turn) cut short: never begun,
+    # a batch of rows (the shares closed within INDEX_BATCH_DELAY) cut short: never begun,
     # or after its first row
     "batch of closes, crash before it is written":
         ("upload-batch", "before-index-update", NEW, False),

@@ -9,7 +9,7 @@ then ends the process with ``os._exit``, as a power cut or SIGKILL would: no
 without reaching it.
 
 Arguments: ``STORAGE_DIR NOW OPERATION CRASH_POINT SI_HEX``. Operations ending in
-``-batch`` run a server that writes the index rows of one reactor turn together.
+``-batch`` run a server that writes the index rows of closes together (``batch_index``).
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from tahoe.storage.crawler import LeaseCheckingCrawler
 from tahoe.storage.immutable_container import ImmutableContainer
 from tahoe.storage.indexing import IndexKeeper
 from tahoe.storage.leases import ExpiryPolicy
-from tahoe.storage.server import StorageServer
+from tahoe.storage.server import INDEX_BATCH_DELAY, StorageServer
 from tests.shell.storage_support import make_server
 
 #: The exit status of a child that reached its crash point.
@@ -119,7 +119,7 @@ OPERATIONS: dict[str, Callable[[StorageServer, Clock, bytes], Any]] = {
     "slot-delete": lambda server, clock, si: server.slot_testv_and_readv_and_writev(
         si, (WRITE_ENABLER, RENEW, CANCEL), {0: ([], [], 0)}, []),
     "gc": lambda server, clock, si: _gc_cycle(server, clock),
-    # three shares closed in one reactor turn, their rows written together at its end
+    # three shares closed within one batch's time, their rows written together when it is up
     "upload-batch": lambda server, clock, si: _upload_batch(server, clock, si),
 }
 
@@ -129,7 +129,7 @@ def _upload_batch(server: StorageServer, clock: Clock, si: bytes) -> None:
     for writer in writers.values():
         writer.write(0, b"abcdefgh")
         writer.close()
-    clock.advance(0)  # the turn ends: the batch is written
+    clock.advance(INDEX_BATCH_DELAY)  # the batch's time is up: it is written
 
 
 def _upload(server: StorageServer, si: bytes) -> None:

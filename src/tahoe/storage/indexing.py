@@ -50,6 +50,8 @@ from .share_index import INDEX_NAME, IndexedShare, ShareIndex, prefix_number
 from .share_scan import disk_bytes, scan_share
 
 PREFIXES = 1024
+#: With batching, rows waiting are written once this many are (one transaction's worth).
+BATCH_ROWS = 256
 
 
 class IndexKeeper:
@@ -87,10 +89,12 @@ class IndexKeeper:
         #: Shares garbage collection deleted since start.
         self.deleted = 0
         self.closed = False
-        #: With a clock (:meth:`batch_closes`), the shares closed in one reactor turn whose
-        #: rows are still to be written, in one transaction at the turn's end.
+        #: With a clock (:meth:`batch_closes`), the shares closed whose rows are still to
+        #: be written, together, in one transaction.
         self._batch_clock: Any = None
-        self._closed_pending: dict[tuple[bytes, int], None] = {}
+        self._batch_delay = 0.0
+        self._closed_pending: dict[tuple[bytes, int], IndexedShare | None] = {}
+        self._pending_indexes: set[bytes] = set()  # (their storage indexes)
         self._flush_call: Any = None
 
     # -- freshness
@@ -230,16 +234,19 @@ class IndexKeeper:
         """A share file was created, changed or deleted: bring its row in step."""
         self.refresh([(storage_index, shnum)])
 
-    def batch_closes(self, clock: Any) -> None:
-        """From now on, write the rows of shares closed in one reactor turn together, at the
-        turn's end (``clock.callLater(0, ...)``), in one transaction (:meth:`share_closed`)."""
+    def batch_closes(self, clock: Any, delay: float = 0.0) -> None:
+        """From now on, write the rows of shares closed within ``delay`` seconds together
+        (0: in one reactor turn, at its end), in one transaction (:meth:`share_closed`);
+        sooner when :data:`BATCH_ROWS` are waiting, or when the totals are asked for."""
         self._batch_clock = clock
+        self._batch_delay = delay
+        self.index.before_totals = self.flush_closed
 
     def share_closed(self, storage_index: bytes, shnum: int,
                      share: IndexedShare | None = None) -> None:
         """A new immutable share moved into its bucket. Its row is written at once, or, when
-        batching (:meth:`batch_closes`), with the other shares closed in the same reactor
-        turn, after them all; sooner if the server asks the index about that storage index
+        batching (:meth:`batch_closes`), with the other shares closed in the batch's time,
+        after them all; sooner if the server asks the index about that storage index
         meanwhile. The index runs late, never ahead: a crash before the write leaves a
         share without its row, which a crash makes the index rebuild anyway. No lock of the
         bucket is needed: garbage collection never touches a share with a new lease.
@@ -252,8 +259,11 @@ class IndexKeeper:
             self._write_closed({(storage_index, shnum): share})
             return
         self._closed_pending[(storage_index, shnum)] = share
-        if self._flush_call is None:
-            self._flush_call = self._batch_clock.callLater(0, self.flush_closed)
+        self._pending_indexes.add(storage_index)
+        if len(self._closed_pending) >= BATCH_ROWS:
+            self.flush_closed()
+        elif self._flush_call is None:
+            self._flush_call = self._batch_clock.callLater(self._batch_delay, self.flush_closed)
 
     def flush_closed(self) -> None:
         """Write the rows of the shares closed and not yet indexed (:meth:`share_closed`)."""
@@ -262,6 +272,7 @@ class IndexKeeper:
             call.cancel()
         if self._closed_pending:
             pending, self._closed_pending = self._closed_pending, {}
+            self._pending_indexes = set()
             self._write_closed(pending)
 
     def _write_closed(self, shares: dict[tuple[bytes, int], IndexedShare | None]) -> None:
@@ -371,7 +382,7 @@ class IndexKeeper:
         trustworthy for that storage index's prefix (ask the files)."""
         if not self.prefix_indexed(prefix_number(storage_index)):
             return None
-        if self._closed_pending and any(si == storage_index for si, _ in self._closed_pending):
+        if storage_index in self._pending_indexes:
             self.flush_closed()
         return self.index.shares(storage_index)
 

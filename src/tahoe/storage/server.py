@@ -46,6 +46,9 @@ from .slots import SlotOperations
 from .space import available_space, fit_allocations, remaining_space, reported_space
 
 STORAGE_V1 = b"http://allmydata.org/tahoe/protocols/storage/v1"
+#: Seconds the index rows of closed shares wait to be written together (``batch_index``):
+#: one transaction (its locks and log write) for all the shares of a second, not one each.
+INDEX_BATCH_DELAY = 1.0
 NODEID_SIZE = 20
 
 DiskStats = Callable[[str], "int | None"]
@@ -91,9 +94,11 @@ class StorageServer:
         ``OSError``. Defaults to ``statvfs``.
     :param index_path: where the share index lives (default
         ``storage/share-index.sqlite``); :meth:`close` closes it.
-    :param batch_index: write the index rows of the shares closed in one reactor turn
-        together, at its end, with ``clock.callLater(0)`` (a node's server; tests
-        driving a fake clock get each row at once unless they ask for this).
+    :param batch_index: write the index rows of the shares closed within
+        :data:`INDEX_BATCH_DELAY` together, in one transaction (a node's server; tests
+        driving a fake clock get each row at once unless they ask for this). A row is
+        written sooner when the server asks about its storage index, or the totals are
+        read; the index may run late, never ahead, and a crash makes it rebuild anyway.
     :raises ValueError: if ``nodeid`` is not 20 bytes or ``reserved_space`` is negative.
     """
 
@@ -126,8 +131,8 @@ class StorageServer:
         os.makedirs(self._advisory_dir, exist_ok=True)
         # the index judges whether it is fresh before incoming/ is touched
         self.index = IndexKeeper(self._root, index_path)
-        if batch_index:  # the rows of shares closed in one reactor turn written together
-            self.index.batch_closes(clock)
+        if batch_index:  # the rows of shares closed within a second written together
+            self.index.batch_closes(clock, INDEX_BATCH_DELAY)
         disk.empty_directory(os.path.join(self._shares_dir, paths.INCOMING_DIR))
         self._slots = SlotOperations(self._path, self._share_files, nodeid, self.available_space)
 

@@ -141,6 +141,25 @@ def _shares(connection: sqlite3.Connection, storage_index: bytes) -> dict[int, I
 
 _COLUMNS = ("si, shnum, kind, size, disk_bytes, bucket_disk_bytes, data_length, leases, "
             "min_expiration, max_expiration")
+#: Storage indexes asked about in one query (SQLite allows 32766 parameters).
+_QUERY_INDEXES = 500
+
+
+def _shares_of(connection: sqlite3.Connection, storage_indexes: set[bytes]
+               ) -> dict[bytes, dict[int, IndexedShare]]:
+    """Every indexed share of each of these storage indexes (``{}`` for one without), in
+    one query per :data:`_QUERY_INDEXES` of them (a batch of closes asks about many)."""
+    if len(storage_indexes) == 1:
+        (storage_index,) = storage_indexes
+        return {storage_index: _shares(connection, storage_index)}
+    found: dict[bytes, dict[int, IndexedShare]] = {si: {} for si in storage_indexes}
+    wanted = list(storage_indexes)
+    for start in range(0, len(wanted), _QUERY_INDEXES):
+        part = wanted[start:start + _QUERY_INDEXES]
+        for row in connection.execute(f"SELECT {_COLUMNS} FROM shares WHERE si IN "
+                                      f"({', '.join('?' * len(part))})", part):
+            found[bytes(row[0])][row[1]] = IndexedShare.from_row(row)
+    return found
 
 
 class IndexReader:
@@ -226,6 +245,9 @@ class ShareIndex(IndexReader):
             raise ValueError(f"{self.path}: unknown index schema {version!r}")
         self.set_meta("schema-version", SCHEMA_VERSION)
         self._totals = self._load_totals()
+        #: Called (on the opening thread) before the totals are read: a writer that holds
+        #: rows back (``IndexKeeper.batch_closes``) writes them.
+        self.before_totals: Callable[[], None] | None = None
 
     def _connect(self) -> sqlite3.Connection:
         connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -282,7 +304,10 @@ class ShareIndex(IndexReader):
 
     @property
     def totals(self) -> Totals:
-        """The running totals (no query)."""
+        """The running totals (no query). Asked on the thread that opened the index, rows
+        waiting to be written are written first (:attr:`before_totals`)."""
+        if self.before_totals is not None and threading.get_ident() == self._owner:
+            self.before_totals()
         return self._totals
 
     def save_totals(self) -> None:
@@ -355,15 +380,16 @@ class ShareIndex(IndexReader):
         with self._write_lock:
             db = self.connection
             present, gone = [], []
-            known: dict[bytes, dict[int, IndexedShare]] = {}
+            found = []
             for storage_index, shnum in keys:
                 share = read(storage_index, shnum)
                 if share is None:
                     gone.append((storage_index, shnum))
-                    continue
-                if storage_index not in known:
-                    known[storage_index] = _shares(db, storage_index)
-                was = known[storage_index].get(shnum)
+                else:
+                    found.append(share)
+            known = _shares_of(db, {share.storage_index for share in found})
+            for share in found:
+                was = known[share.storage_index].get(share.shnum)
                 # only what changed is written: a refused or empty change leaves the file
                 if was is None or was.row() != share.row():
                     present.append(share)
