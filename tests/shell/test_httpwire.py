@@ -192,8 +192,8 @@ def test_client_pipelines_and_matches_answers() -> None:
 
 def test_client_failures() -> None:
     """A lost connection fails what is waiting; silence past the timeout aborts (counted from
-    the request, not from an idle time before it); an answer larger than allowed is refused;
-    garbage is a protocol violation."""
+    the request, not from an idle time before it); an answer nobody asked for drops the
+    connection; an answer larger than allowed is refused; garbage is a protocol violation."""
     client, _, _ = _client()
     waiting = client.request(b"GET", b"/")
     client.connectionLost(Failure(ConnectionGone("bye")))
@@ -220,6 +220,12 @@ def test_client_failures() -> None:
     waiting.addErrback(lambda f: None)
     clock.advance(100)
     assert not clock.getDelayedCalls()
+
+    client, transport, _ = _client()
+    answered = client.request(b"GET", b"/")
+    client.dataReceived(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n" * 2)
+    assert answered.result.status == 200
+    assert transport.disconnecting  # an answer nobody asked for: dropped
 
     client, _, _ = _client()
     waiting = client.request(b"GET", b"/", max_body=4)

@@ -178,8 +178,12 @@ class SharePush:
         self.all_sent = False
         #: Every share's bytes, for a file encoded whole before its shares go out.
         self.whole: list[bytes] | None = None
-        self._allocations: list[Deferred] = []
+        #: Allocations asked for and not yet answered (nor failed), and who waits for none.
+        self._unanswered = 0
+        self._answered_waiters: list[Deferred] = []
         self._closes: list[Deferred] = []
+        #: The share map and its happiness once every push ended (:meth:`_finish`).
+        self._placed: tuple[dict[int, set[str]], int] | None = None
         self._deadlines = AnswerDeadlines(clock, ALLOCATE_TIMEOUT)
 
     # -- selection
@@ -243,8 +247,18 @@ class SharePush:
             answered = self._allocated
         self._deadlines.watch(d)
         d.addCallbacks(answered, self._push_failed, callbackArgs=(push,), errbackArgs=(push,))
-        self._allocations.append(d)
+        self._unanswered += 1
+        d.addBoth(self._one_answered)
         return push
+
+    def _one_answered(self, result: Any) -> Any:
+        """An allocation answered or failed (after its server's push took note)."""
+        self._unanswered -= 1
+        if not self._unanswered:
+            waiters, self._answered_waiters = self._answered_waiters, []
+            for waiter in waiters:
+                waiter.callback(None)
+        return result
 
     def _written(self, answer: tuple[frozenset[int], frozenset[int]], push: _Push) -> None:
         """A whole-share push answered: as an allocation's answer, whose shares are
@@ -453,7 +467,9 @@ class SharePush:
             if not pending:
                 break
             await DeferredList(pending, consumeErrors=True)
-        happiness = servers_of_happiness(self._sharemap())
+        sharemap = self._sharemap()
+        happiness = servers_of_happiness(sharemap)
+        self._placed = (sharemap, happiness)
         if happiness < self.params.happy:
             placed, _, happy = self._counts()
             raise UploadUnhappinessError(
@@ -464,11 +480,10 @@ class SharePush:
 
     async def _allocations_answered(self) -> None:
         """Wait until every server asked (replacements too) answered or failed."""
-        while True:
-            waiting = [p for p in self.pushes.values() if not p.allocated and not p.failed]
-            if not waiting:
-                break
-            await DeferredList(list(self._allocations), consumeErrors=True)
+        if self._unanswered:
+            waiter: Deferred = Deferred()
+            self._answered_waiters.append(waiter)
+            await waiter
             if self.aborted:
                 raise UploadUnhappinessError(self.aborted, *self._counts())
 
@@ -535,7 +550,8 @@ class SharePush:
             push.wake()
 
     def _result(self) -> tuple[CHKReadCap | None, dict[int, frozenset[str]], int]:
-        sharemap = self._sharemap()
+        assert self._placed is not None, "_finish comes first"
+        sharemap, happiness = self._placed
         assert self.read_cap is not None or self.trailer is not None
         return (self.read_cap, {n: frozenset(s) for n, s in sorted(sharemap.items())},
-                servers_of_happiness(sharemap))
+                happiness)

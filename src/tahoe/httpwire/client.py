@@ -280,16 +280,12 @@ class HTTP1ClientProtocol(Protocol):
     # -- parser callbacks
 
     def on_message_begin(self) -> None:
-        if self._pending:
-            self._pending[0].begun = True
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        if self._pending:
-            self._pending[0].headers.append((name.lower(), value))
-
-    def on_headers_complete(self) -> None:
         if not self._pending:
             raise ProtocolViolation("an answer came that no request asked for")
+        self._pending[0].begun = True
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._pending[0].headers.append((name.lower(), value))
 
     def on_body(self, data: bytes) -> None:
         pending = self._pending[0]

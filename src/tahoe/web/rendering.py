@@ -147,7 +147,8 @@ def render_async(request: Request,
 
     :returns: ``NOT_DONE_YET`` for Twisted.
     """
-    set_security_headers(request)
+    if not getattr(request, "security_headers_set", False):
+        set_security_headers(request)  # (a GatewayRequest has them from its process)
     d = Deferred.fromCoroutine(handler(request))
     finished = request.notifyFinish()
     finished.addErrback(lambda f: d.cancel())

@@ -50,6 +50,9 @@ class _AllowedMethodsOnly:
 class GatewayRequest(server.Request):
     """A request whose response carries the security headers, whatever resource answers it."""
 
+    #: Whether they are set already (``rendering.render_async`` sets them on other requests).
+    security_headers_set = True
+
     def process(self) -> None:
         """Set the headers (``tahoe.web.headers``), then dispatch as Twisted does."""
         set_security_headers(self)
