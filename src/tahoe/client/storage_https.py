@@ -17,6 +17,7 @@ its last byte arrives (that write is answered 201), so a writer's
 """
 from __future__ import annotations
 
+import functools
 import os
 from binascii import b2a_base64
 from collections.abc import Callable, Iterable, Mapping
@@ -49,6 +50,32 @@ _CBOR = messages.CBOR.encode("ascii")
 #: made once: an upload of a small file sends three a server.
 _RENEW, _CANCEL, _UPLOAD = (messages.secret_header(kind, b"")
                             for kind in (Secret.LEASE_RENEW, Secret.LEASE_CANCEL, Secret.UPLOAD))
+
+
+@functools.lru_cache(maxsize=16)
+def _immutable_path(storage_index: bytes) -> bytes:
+    """``/storage/v1/immutable/<SI in base32>``: made once for the ten servers of an upload."""
+    return f"/storage/v1/immutable/{base32.b2a(storage_index)}".encode("ascii")
+
+
+@functools.lru_cache(maxsize=256)
+def _allocate_body(shnums: frozenset[int], allocated_size: int) -> bytes:
+    """An allocation's CBOR body; uploads of files of one size ask each server for the
+    same few share sets."""
+    return messages.AllocateRequest(shnums, allocated_size).to_cbor()
+
+
+def _decode_allocation(body: bytes) -> tuple[frozenset[int], frozenset[int]]:
+    """``messages.decode_allocation``, remembered for the usual short answers (every new
+    share granted, none held: the same few bodies over and over)."""
+    if len(body) > 64:
+        return messages.decode_allocation(body)
+    return _decode_short_allocation(body)
+
+
+@functools.lru_cache(maxsize=256)
+def _decode_short_allocation(body: bytes) -> tuple[frozenset[int], frozenset[int]]:
+    return messages.decode_allocation(body)
 
 
 def _gone(failure: Failure) -> Failure:
@@ -231,14 +258,14 @@ class HTTPSStorageClient:
         upload = (b"x-tahoe-authorization",
                   _UPLOAD + b2a_base64(os.urandom(UPLOAD_SECRET_SIZE), newline=False))
         authorization = self._authorization
-        path = f"/storage/v1/immutable/{base32.b2a(storage_index)}".encode("ascii")
+        path = _immutable_path(storage_index)
         shnums = sorted(shares)
         requests = [(b"POST", path, [
             authorization,
             (b"x-tahoe-authorization", _RENEW + b2a_base64(renew_secret, newline=False)),
             (b"x-tahoe-authorization", _CANCEL + b2a_base64(cancel_secret, newline=False)),
             upload, (b"accept", _CBOR), (b"content-type", _CBOR)],
-            messages.AllocateRequest(frozenset(shnums), allocated_size).to_cbor())]
+            _allocate_body(frozenset(shnums), allocated_size))]
         for shnum in shnums:
             data = shares[shnum]
             requests.append((b"PATCH", b"%s/%d" % (path, shnum), [
@@ -250,8 +277,7 @@ class HTTPSStorageClient:
 
     def _whole_written(self, answers: list[HTTPResponse], path: bytes, shnums: list[int],
                        upload: tuple[bytes, bytes]) -> tuple[frozenset[int], frozenset[int]]:
-        already, granted = self._decoded(answers[0], messages.decode_allocation,
-                                         "allocate_buckets")
+        already, granted = self._decoded(answers[0], _decode_allocation, "allocate_buckets")
         written = set()
         failure: ServerRefused | None = None
         for shnum, answer in zip(shnums, answers[1:]):
