@@ -10,7 +10,10 @@
   ``OUT_PREFIX-<n>.done``, for ``n`` = 1, 2, …
 
 The signal handlers run on the main (reactor) thread, so the main profile is
-enabled there; start-up and idle time are outside any profile.
+enabled there; start-up and idle time are outside any profile. Every profile
+times its own thread's CPU (``time.thread_time``), not the wall clock, so a
+thread waiting for the GIL or descheduled by other work on the machine is
+not charged for it.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ import cProfile
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +44,7 @@ class Profiles:
         if self.active:
             return
         self.workers = []
-        self.main = cProfile.Profile()
+        self.main = cProfile.Profile(time.thread_time)
         self.active = True
         self.main.enable()
 
@@ -71,7 +75,7 @@ class Profiles:
         def profiled(*args: Any, **kwargs: Any) -> Any:
             if not self.active:
                 return func(*args, **kwargs)
-            profile = cProfile.Profile()
+            profile = cProfile.Profile(time.thread_time)
             with self.lock:
                 self.workers.append(profile)
             profile.enable()
