@@ -478,6 +478,23 @@ def test_list_10000_keys_under_a_second(s3_node: S3Node, s3: Any) -> None:
     assert raw < 1.0
 
 
+def test_a_listing_sees_this_nodes_web_api_writes_at_once(s3_node: S3Node, s3: Any) -> None:
+    """A listing the gateway keeps while a client pages through it is dropped when the
+    same node changes the directory another way (here the web API): the next listing,
+    at once, shows the new key, and a deletion through the web API is seen as soon."""
+    s3.create_bucket(Bucket="sameside")
+    s3.put_object(Bucket="sameside", Key="first", Body=b"1")
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket="sameside")["Contents"]] == ["first"]
+    api = WebAPI(s3_node.gateway.url)
+    bucket = _children(s3_node, "")["sameside"][1]["rw_uri"]
+    api.put(bucket, "second", b"2")
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket="sameside")["Contents"]] \
+        == ["first", "second"]
+    assert s3.get_object(Bucket="sameside", Key="second")["Body"].read() == b"2"
+    assert api.request("DELETE", f"/uri/{bucket}/first").status == 200
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket="sameside")["Contents"]] == ["second"]
+
+
 def test_latency_against_web_api(s3_node: S3Node, s3: Any) -> None:
     """A 1 kB PutObject and GetObject cost about what a web API PUT into a directory and a
     GET by path cost (medians printed; the benchmark holds the 1.3x target)."""

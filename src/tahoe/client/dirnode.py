@@ -30,6 +30,8 @@ from .mutable import MutableClient, MutableFileNode
 from .uploadable import BytesUploadable
 
 Children = dict[str, Entry]
+#: Directory nodes a client keeps (each may remember a version of its directory).
+NODES_KEPT = 1024
 #: A change: given the current table and whether this is the first attempt,
 #: return the new table (or None for no change) and the caller's result.
 Change = Callable[[Children, bool], tuple[Children | None, Any]]
@@ -45,6 +47,9 @@ class DirectoryClient:
         self.mutable = mutable
         self.files = files
         self._nodes: dict[str, DirectoryNode] = {}
+        #: Storage index -> batches of changes applied (or tried) to that directory here,
+        #: through any of its caps: what a cache of its contents can be checked against.
+        self.changes: dict[bytes, int] = {}
 
     @property
     def clock(self) -> Any:
@@ -52,12 +57,19 @@ class DirectoryClient:
         return self.mutable.clock
 
     def open(self, cap: DirectoryCap) -> "DirectoryNode":
-        """The node of a directory; one per cap string, so this node's changes coalesce."""
+        """The node of a directory; one per cap string, so this node's changes coalesce.
+
+        Past :data:`NODES_KEPT` nodes, the least recently opened idle ones (no change
+        queued or in flight) are let go, with what they remember of their directory.
+        """
         key = cap.to_string()
-        node = self._nodes.get(key)
+        node = self._nodes.pop(key, None)
         if node is None:
             node = DirectoryNode(self, cap)
-            self._nodes[key] = node
+            if len(self._nodes) >= NODES_KEPT:
+                for old in [k for k, n in self._nodes.items() if n.idle][:NODES_KEPT // 4]:
+                    del self._nodes[old]
+        self._nodes[key] = node  # the most recently opened last
         return node
 
     async def create(self, children: Mapping[str, tuple[ChildNode, Mapping[str, Any]]]
@@ -96,6 +108,11 @@ class DirectoryNode:
         # The entries of the last version read or changed here, by their bytes: a
         # read-modify-write parses only what changed since (see unpack_directory).
         self._parsed: ParsedEntries = {}
+
+    @property
+    def idle(self) -> bool:
+        """No change queued or being applied."""
+        return not self._flushing and not self._queue
 
     async def read_bytes(self) -> bytes:
         """The directory's packed plaintext."""
@@ -162,12 +179,15 @@ class DirectoryNode:
                 return None
             return pack_children(children, writekey)
 
+        changes = self.client.changes
         try:
             await self.file.modify(modifier)
         except Exception as error:  # the publish failed: every change in the batch failed
+            changes[self.file.storage_index] = changes.get(self.file.storage_index, 0) + 1
             for _, d in batch:
                 d.errback(error)
             return
+        changes[self.file.storage_index] = changes.get(self.file.storage_index, 0) + 1
         for (_, d), (ok, value) in zip(batch, outcomes):
             if ok:
                 d.callback(value)

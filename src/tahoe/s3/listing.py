@@ -21,9 +21,9 @@ Speed (10,000 keys in one directory, ten pages): a directory is read as
 (name, read cap, metadata) triples (:func:`sorted_entries`), without parsing
 caps or metadata; only the entries a page returns are parsed whole. The
 sorted triples are kept for :data:`~.store.LISTING_CACHE_SECONDS` while a client
-pages through them, and dropped as soon as this gateway changes the directory
-(:meth:`~.store.AccountStore.change`); a change by another writer is seen
-within that time.
+pages through them, and dropped as soon as this node changes the directory,
+through the gateway (:meth:`~.store.AccountStore.change`) or any other way in
+(the web API, SFTP); a change by another node is seen within that time.
 """
 from __future__ import annotations
 

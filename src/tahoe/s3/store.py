@@ -92,8 +92,9 @@ class AccountStore:
         self._directories: dict[tuple[str, str], tuple[float, DirectoryCap]] = {}
         #: Names found to be no bucket, and when (see :meth:`has_bucket`).
         self._not_buckets: dict[str, float] = {}
-        #: Read cap -> (when read, what a listing made of it), see :meth:`listing`.
-        self._listings: dict[str, tuple[float, Any]] = {}
+        #: Read cap -> (when read, what a listing made of it, the directory's count of
+        #: changes through this node then), see :meth:`listing`.
+        self._listings: dict[str, tuple[float, Any, int]] = {}
         #: Read cap -> how many times a change through this store began or ended: a read
         #: that a change overtook is not kept.
         self._generations: dict[str, int] = {}
@@ -106,21 +107,32 @@ class AccountStore:
 
     async def listing(self, cap: DirectoryCap, parse: Callable[[bytes], Any]) -> Any:
         """``parse`` of a directory's contents, read again only after
-        :data:`LISTING_CACHE_SECONDS` or a change through this store (the pages of a
-        listing that follow one another read the directory once)."""
+        :data:`LISTING_CACHE_SECONDS` (the pages of a listing that follow one another read
+        the directory once). A change through this store, or through any other way into
+        this node (the web API, SFTP), makes the next listing read it again."""
         key = cap.readonly().to_string()
         now = self.services.clock.seconds()
+        changes = self._changes(cap)
         known = self._listings.get(key)
-        if known is not None and now - known[0] < LISTING_CACHE_SECONDS:
+        if known is not None and now - known[0] < LISTING_CACHE_SECONDS \
+                and known[2] == changes:
             return known[1]
         generation = self._generations.get(key, 0)
         parsed = parse(await self.node(cap).read_bytes())
-        for old in [k for k, (when, _) in self._listings.items()
+        for old in [k for k, (when, _, _) in self._listings.items()
                     if now - when >= LISTING_CACHE_SECONDS]:
             del self._listings[old]
-        if len(self._listings) < LISTINGS_KEPT and self._generations.get(key, 0) == generation:
-            self._listings[key] = (now, parsed)
+        if len(self._listings) < LISTINGS_KEPT and self._generations.get(key, 0) == generation \
+                and self._changes(cap) == changes:
+            self._listings[key] = (now, parsed, changes)
         return parsed
+
+    def _changes(self, cap: DirectoryCap) -> int:
+        """How many batches of changes this node has applied to directory ``cap`` (through
+        the S3 gateway, the web API, SFTP...): a cached listing made at another count is
+        not used."""
+        index = getattr(cap.file_cap, "storage_index", None)  # none for a literal directory
+        return self.services.directories.changes.get(index, 0)  # type: ignore[no-any-return]
 
     def _forget_listing(self, key: str) -> None:
         """Drop what was read of directory ``key`` (a read cap), and keep no read begun
