@@ -36,8 +36,7 @@ from attrs import frozen
 from ..caps.dirnode import DirectoryCap
 from . import xmlio
 from .errors import S3Error
-from .objects import (Light, ObjectInfo, full_entry, light_info, light_is_folder, quoted_etag,
-                      sorted_entries)
+from .objects import Light, ObjectInfo, full_entry, light_info, light_is_folder, quoted_etag
 from .server import Answer, Context
 from .store import AccountStore
 
@@ -96,7 +95,7 @@ class _Walk:
     async def entries(self, cap: Any, base: str
                       ) -> AsyncIterator[tuple[str, ObjectInfo | None]]:
         """The wanted keys and common prefixes at and below directory ``base``, in order."""
-        directory = await self.store.listing(cap, sorted_entries)
+        directory = await self.store.listing(cap)
         for light in directory.after(self.start, base):
             if not light[2]:
                 key = base + light[1]
@@ -144,7 +143,7 @@ async def list_objects(store: AccountStore, bucket: str, prefix: str, delimiter:
     cap: DirectoryCap = node.cap
     base = ""
     for name in prefix.split("/")[:-1]:
-        light = next((e for e in (await store.listing(cap, sorted_entries)).entries
+        light = next((e for e in (await store.listing(cap)).entries
                       if e[1] == name and e[2]), None)
         if light is None:
             return ListPage((), False)

@@ -199,6 +199,23 @@ class SortedDirectory:
         return None
 
 
+def _light(entry: bytes, name_bytes: bytes, inner: int) -> Light | None:
+    """An entry as a listing sees it (its name already split off, up to ``inner``); None
+    for a child that is neither a file nor a directory."""
+    read_cap, inner = split_netstring(entry, inner)
+    _, inner = split_netstring(entry, inner)  # the encrypted write cap
+    metadata, _ = split_netstring(entry, inner)
+    read_cap = read_cap.rstrip(b" ")
+    if read_cap.startswith(_DIRECTORY_CAPS):
+        directory = True
+    elif read_cap.startswith(_FILE_CAPS):
+        directory = False
+    else:
+        return None
+    name = unicodedata.normalize("NFC", name_bytes.decode("utf-8"))
+    return (name + "/" if directory else name, name, directory, read_cap, metadata)
+
+
 def sorted_entries(data: bytes) -> SortedDirectory:
     """A directory's files and subdirectories in listing order, caps and metadata unparsed
     (children of other kinds are left out).
@@ -211,23 +228,38 @@ def sorted_entries(data: bytes) -> SortedDirectory:
         while position < len(data):
             entry, position = split_netstring(data, position)
             name_bytes, inner = split_netstring(entry, 0)
-            read_cap, inner = split_netstring(entry, inner)
-            _, inner = split_netstring(entry, inner)  # the encrypted write cap
-            metadata, _ = split_netstring(entry, inner)
-            read_cap = read_cap.rstrip(b" ")
-            if read_cap.startswith(_DIRECTORY_CAPS):
-                directory = True
-            elif read_cap.startswith(_FILE_CAPS):
-                directory = False
-            else:
-                continue
-            name = unicodedata.normalize("NFC", name_bytes.decode("utf-8"))
-            entries.append((name + "/" if directory else name, name, directory, read_cap,
-                            metadata))
+            light = _light(entry, name_bytes, inner)
+            if light is not None:
+                entries.append(light)
     except (BadNetstring, UnicodeDecodeError) as error:
         raise CorruptDirectory(f"directory entry: {error}") from None
     entries.sort()
     return SortedDirectory(entries, [entry[0] for entry in entries])
+
+
+def find_entry(data: bytes, name: str) -> Light | None:
+    """The entry ``name`` (NFC) of a directory's contents, the one
+    :meth:`SortedDirectory.find` would give, found by one pass that parses only the
+    entries of that name (a GET's lookup: no sort of the whole directory).
+
+    :raises CorruptDirectory: for broken netstrings or names that are not UTF-8.
+    """
+    wanted = name.encode("utf-8")
+    found: list[Light] = []
+    position = 0
+    try:
+        while position < len(data):
+            entry, position = split_netstring(data, position)
+            name_bytes, inner = split_netstring(entry, 0)
+            if name_bytes != wanted and (name_bytes.isascii() or unicodedata.normalize(
+                    "NFC", name_bytes.decode("utf-8")) != name):
+                continue
+            light = _light(entry, name_bytes, inner)
+            if light is not None:
+                found.append(light)
+    except (BadNetstring, UnicodeDecodeError) as error:
+        raise CorruptDirectory(f"directory entry: {error}") from None
+    return min(found) if found else None  # a file sorts before a directory of its name
 
 
 def full_entry(light: Light) -> Entry:

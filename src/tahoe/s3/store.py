@@ -34,8 +34,8 @@ from ..dirnode.ops import add_child, delete_child, set_metadata
 from ..dirnode.packing import Entry, unpack_children
 from .errors import S3Error
 from .keys import check_bucket_name, split_key
-from .objects import (S3_KEY, ObjectInfo, full_entry, is_folder_marker, light_is_folder,
-                      object_info, sorted_entries)
+from .objects import (S3_KEY, Light, ObjectInfo, SortedDirectory, find_entry, full_entry,
+                      is_folder_marker, light_is_folder, object_info, sorted_entries)
 
 __all__ = ["AccountStore", "Children", "read_children", "gather", "PATH_CACHE_SECONDS",
            "LISTING_CACHE_SECONDS"]
@@ -92,9 +92,10 @@ class AccountStore:
         self._directories: dict[tuple[str, str], tuple[float, DirectoryCap]] = {}
         #: Names found to be no bucket, and when (see :meth:`has_bucket`).
         self._not_buckets: dict[str, float] = {}
-        #: Read cap -> (when read, what a listing made of it, the directory's count of
-        #: changes through this node then), see :meth:`listing`.
-        self._listings: dict[str, tuple[float, Any, int]] = {}
+        #: Read cap -> (when read, its contents or their sorted entries, the directory's
+        #: count of changes through this node then, this store's generation of it then),
+        #: see :meth:`listing`.
+        self._listings: dict[str, tuple[float, Any, int, int | None]] = {}
         #: Read cap -> how many times a change through this store began or ended: a read
         #: that a change overtook is not kept.
         self._generations: dict[str, int] = {}
@@ -105,27 +106,59 @@ class AccountStore:
         """The coalescing node of a directory."""
         return self.services.directories.open(cap)  # type: ignore[no-any-return]
 
-    async def listing(self, cap: DirectoryCap, parse: Callable[[bytes], Any]) -> Any:
-        """``parse`` of a directory's contents, read again only after
+    async def listing(self, cap: DirectoryCap) -> SortedDirectory:
+        """A directory's entries in listing order, read again only after
         :data:`LISTING_CACHE_SECONDS` (the pages of a listing that follow one another read
         the directory once). A change through this store, or through any other way into
         this node (the web API, SFTP), makes the next listing read it again."""
+        kept = self._kept(cap)
+        if isinstance(kept, SortedDirectory):
+            return kept
+        data = kept if kept is not None else await self._read(cap)
+        parsed = sorted_entries(data)
+        self._keep(cap, data, parsed)
+        return parsed
+
+    async def entry(self, cap: DirectoryCap, name: str) -> Light | None:
+        """One entry of a directory by name (a file before a directory of that name): from
+        the kept listing, else found in the contents by one pass, without sorting them
+        (the contents are kept for a listing that follows)."""
+        kept = self._kept(cap)
+        if isinstance(kept, SortedDirectory):
+            return kept.find(name)
+        return find_entry(kept if kept is not None else await self._read(cap), name)
+
+    def _kept(self, cap: DirectoryCap) -> SortedDirectory | bytes | None:
+        """What is kept of a directory (sorted, or its contents not parsed yet), if it may
+        still be used."""
+        known = self._listings.get(cap.readonly().to_string())
+        if known is None or self.services.clock.seconds() - known[0] >= LISTING_CACHE_SECONDS \
+                or known[2] != self._changes(cap) or known[3] is not None and \
+                known[3] != self._generations.get(cap.readonly().to_string(), 0):
+            return None
+        return known[1]
+
+    async def _read(self, cap: DirectoryCap) -> bytes:
+        """Read a directory's contents and keep them, unless a change began meanwhile."""
         key = cap.readonly().to_string()
-        now = self.services.clock.seconds()
-        changes = self._changes(cap)
-        known = self._listings.get(key)
-        if known is not None and now - known[0] < LISTING_CACHE_SECONDS \
-                and known[2] == changes:
-            return known[1]
         generation = self._generations.get(key, 0)
-        parsed = parse(await self.node(cap).read_bytes())
-        for old in [k for k, (when, _, _) in self._listings.items()
+        changes = self._changes(cap)
+        now = self.services.clock.seconds()
+        data = await self.node(cap).read_bytes()
+        for old in [k for k, (when, _, _, _) in self._listings.items()
                     if now - when >= LISTING_CACHE_SECONDS]:
             del self._listings[old]
         if len(self._listings) < LISTINGS_KEPT and self._generations.get(key, 0) == generation \
                 and self._changes(cap) == changes:
-            self._listings[key] = (now, parsed, changes)
-        return parsed
+            self._listings[key] = (now, data, changes, generation)
+        return data
+
+    def _keep(self, cap: DirectoryCap, data: bytes, parsed: SortedDirectory) -> None:
+        """Keep the sorted entries of contents kept unparsed (still the same read)."""
+        key = cap.readonly().to_string()
+        known = self._listings.get(key)
+        if known is not None and known[1] is data:
+            self._listings[key] = (known[0], parsed, known[2], known[3])
 
     def _changes(self, cap: DirectoryCap) -> int:
         """How many batches of changes this node has applied to directory ``cap`` (through
@@ -295,7 +328,7 @@ class AccountStore:
         for :data:`LISTING_CACHE_SECONDS`, so a client that goes on to list the directory
         does not cost a second read); a directory's files are seen before its
         subdirectories are read."""
-        directory = await self.listing(cap, sorted_entries)
+        directory = await self.listing(cap)
         subdirectories = []
         for light in directory.entries:
             if not light[2] or light_is_folder(light):
@@ -318,13 +351,13 @@ class AccountStore:
         for name in dirs[:-1] if folder else dirs:
             child = self._known_directory(cap, name, writable=False)
             if child is None:
-                light = (await self.listing(cap, sorted_entries)).find(name)
+                light = await self.entry(cap, name)
                 if light is None or not light[2]:
                     raise S3Error("NoSuchKey", Key=key)
                 child = full_entry(light).child.cap  # type: ignore[assignment]
                 self._remember_directory(cap, name, child)  # type: ignore[arg-type]
             cap = child  # type: ignore[assignment]
-        light = (await self.listing(cap, sorted_entries)).find(dirs[-1] if folder else leaf)
+        light = await self.entry(cap, dirs[-1] if folder else leaf)
         if light is None or light[2] != folder or (folder and not light_is_folder(light)):
             raise S3Error("NoSuchKey", Key=key)
         return object_info(key, full_entry(light), folder=folder)
