@@ -27,7 +27,7 @@ import bisect
 import hashlib
 import json
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from attrs import field, frozen
@@ -216,24 +216,44 @@ def _light(entry: bytes, name_bytes: bytes, inner: int) -> Light | None:
     return (name + "/" if directory else name, name, directory, read_cap, metadata)
 
 
+def _raw_entries(data: bytes) -> Iterator[tuple[bytes, bytes, int]]:
+    """Each entry of a directory's contents, its name, and where the rest of it starts."""
+    position = 0
+    while position < len(data):
+        entry, position = split_netstring(data, position)
+        name_bytes, inner = split_netstring(entry, 0)
+        yield entry, name_bytes, inner
+
+
+def _lights(data: bytes, name: str | None = None) -> list[Light]:
+    """The files and subdirectories of a directory's contents (only those called ``name``
+    when given, the others not parsed), in the contents' order.
+
+    :raises CorruptDirectory: for broken netstrings or names that are not UTF-8.
+    """
+    wanted = None if name is None else name.encode("utf-8")
+    found = []
+    try:
+        for entry, name_bytes, inner in _raw_entries(data):
+            if wanted is not None and name_bytes != wanted and (
+                    name_bytes.isascii() or unicodedata.normalize(
+                        "NFC", name_bytes.decode("utf-8")) != name):
+                continue
+            light = _light(entry, name_bytes, inner)
+            if light is not None:
+                found.append(light)
+    except (BadNetstring, UnicodeDecodeError) as error:
+        raise CorruptDirectory(f"directory entry: {error}") from None
+    return found
+
+
 def sorted_entries(data: bytes) -> SortedDirectory:
     """A directory's files and subdirectories in listing order, caps and metadata unparsed
     (children of other kinds are left out).
 
     :raises CorruptDirectory: for broken netstrings or names that are not UTF-8.
     """
-    entries: list[Light] = []
-    position = 0
-    try:
-        while position < len(data):
-            entry, position = split_netstring(data, position)
-            name_bytes, inner = split_netstring(entry, 0)
-            light = _light(entry, name_bytes, inner)
-            if light is not None:
-                entries.append(light)
-    except (BadNetstring, UnicodeDecodeError) as error:
-        raise CorruptDirectory(f"directory entry: {error}") from None
-    entries.sort()
+    entries = sorted(_lights(data))
     return SortedDirectory(entries, [entry[0] for entry in entries])
 
 
@@ -244,21 +264,7 @@ def find_entry(data: bytes, name: str) -> Light | None:
 
     :raises CorruptDirectory: for broken netstrings or names that are not UTF-8.
     """
-    wanted = name.encode("utf-8")
-    found: list[Light] = []
-    position = 0
-    try:
-        while position < len(data):
-            entry, position = split_netstring(data, position)
-            name_bytes, inner = split_netstring(entry, 0)
-            if name_bytes != wanted and (name_bytes.isascii() or unicodedata.normalize(
-                    "NFC", name_bytes.decode("utf-8")) != name):
-                continue
-            light = _light(entry, name_bytes, inner)
-            if light is not None:
-                found.append(light)
-    except (BadNetstring, UnicodeDecodeError) as error:
-        raise CorruptDirectory(f"directory entry: {error}") from None
+    found = _lights(data, name)
     return min(found) if found else None  # a file sorts before a directory of its name
 
 
