@@ -145,13 +145,21 @@ def test_sigkill_right_after_acknowledged_writes(crashing: Crashing) -> None:
             restarted = crashing.kill_and_restart()
         s3 = restarted.client()
         assert s3.get_object(Bucket="acked", Key="put/small.bin")["Body"].read() == small
-        big = s3.get_object(Bucket="acked", Key="multi/big.bin")
-        assert big["ETag"] == multipart_etag(parts)
-        assert big["Body"].read() == b"".join(parts)
-        assert s3.list_multipart_uploads(Bucket="acked").get("Uploads", []) == []
-        staging = restarted.basedir / "private" / "s3-multipart"
-        assert not staging.exists() or not any(staging.iterdir())
+        _assert_whole_and_staging_empty(restarted, "acked", "multi/big.bin", parts)
         fault.checked(len(small) + sum(map(len, parts)))
+
+
+def _assert_whole_and_staging_empty(node: S3Node, bucket: str, key: str,
+                                    parts: list[bytes]) -> None:
+    """The multipart object ``key`` is whole (S3's ETag of its parts), no upload is left in
+    ``bucket``, and the gateway's staging holds nothing."""
+    s3 = node.client()
+    whole = s3.get_object(Bucket=bucket, Key=key)
+    assert whole["ETag"] == multipart_etag(parts)
+    assert whole["Body"].read() == b"".join(parts)
+    assert s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
+    staging = node.basedir / "private" / "s3-multipart"
+    assert not staging.exists() or not any(staging.iterdir())
 
 
 def test_sigkill_during_complete_leaves_a_whole_object_or_the_upload(crashing: Crashing
@@ -197,10 +205,5 @@ def test_sigkill_during_complete_leaves_a_whole_object_or_the_upload(crashing: C
             s3.complete_multipart_upload(Bucket="mid-complete", Key="object.bin",
                                          UploadId=upload_id,
                                          MultipartUpload={"Parts": listed})
-        whole = s3.get_object(Bucket="mid-complete", Key="object.bin")
-        assert whole["ETag"] == multipart_etag(parts)
-        assert whole["Body"].read() == b"".join(parts)
-        assert s3.list_multipart_uploads(Bucket="mid-complete").get("Uploads", []) == []
-        staging = restarted.basedir / "private" / "s3-multipart"
-        assert not staging.exists() or not any(staging.iterdir())
+        _assert_whole_and_staging_empty(restarted, "mid-complete", "object.bin", parts)
         fault.checked(sum(map(len, parts)))

@@ -67,14 +67,14 @@ from ..mutable.layout import MAX_HEADER_SIZE, PROBE_SIZE, parse_header, private_
 from ..mutable.reader import decode_shares
 from ..mutable.servermap import ServerMap
 from ..mutable.slot_writes import plan_publish, read_vector
-from ..mutable.update import UpdateNotInPlace, splice_bytes
+from ..mutable.update import splice_bytes
 from ..mutable.version import VersionInfo
 from ..stats.registry import Statistics
 from .history import OperationHistory
 from .keypool import KeyPool
 from .broker import StorageBroker, StorageServerHandle
 from .mapupdate import Probe, report_corrupt, survey
-from .mutable_update import judge_write_answers, update_in_place
+from .mutable_update import judge_write_answers, update_with_retries
 
 WriteCap = SSKWriteCap | MDMFWriteCap
 ReadCap = SSKReadCap | MDMFReadCap | SSKWriteCap | MDMFWriteCap
@@ -489,50 +489,11 @@ class MutableFileNode:
         self._written = None  # an update in place changes shares without a whole publish
         where: int | None = None  # the offset, once fixed against the length first read
         if self.format is MutableFormat.MDMF:
-            where = await self._update_in_place(offset, data)
+            where = await update_with_retries(self, offset, data, RETRY_DELAYS)
             if where is None:
                 return
         start = offset if where is None else where
         await self.modify(lambda old, first_time: splice_bytes(old, data, start))
-
-    async def _update_in_place(self, offset: int, data: bytes) -> int | None:
-        """Try :meth:`update` in place; None when done, else the offset to publish at."""
-        await self.lock.acquire()
-        try:
-            where: int | None = None
-            last: Exception | None = None
-            for attempt, delay in enumerate(RETRY_DELAYS):
-                if delay:
-                    await deferLater(self.client.clock, delay * random.random(), lambda: None)
-                smap, probe = await self._servermap(want_private_key=True)
-                best = smap.best_recoverable_version()
-                if best is None:
-                    return offset if where is None else where
-                if where is None:
-                    where = min(offset, best.data_length)
-                self.needed, self.total = best.needed, best.total
-                keys = await self._keys(smap, probe)
-                try:
-                    with self.client.history.record("publish", self.storage_index,
-                                                    len(data), self.client.clock):
-                        updated = await update_in_place(self, smap, probe, keys,
-                                                        min(where, best.data_length), data)
-                except UpdateNotInPlace as why:
-                    log.msg(f"update of {self.storage_index.hex()[:8]} at {where}: {why}; "
-                            f"publishing a whole version")
-                    return where
-                except UncoordinatedWriteError as error:
-                    last = error
-                    log.msg(f"update of {self.storage_index.hex()[:8]} lost a race (attempt "
-                            f"{attempt + 1} of {len(RETRY_DELAYS)}); retrying")
-                    continue
-                self._count("published", len(data))
-                self.share_size = updated.version.offsets[-1]
-                return None
-            assert last is not None
-            raise last
-        finally:
-            self.lock.release()
 
     async def modify(self, modifier: Callable[[bytes, bool], Awaitable[bytes | None] | bytes | None]
                      ) -> bytes:

@@ -28,9 +28,12 @@ See ``docs/formats/mdmf-update.md``.
 from __future__ import annotations
 
 import os
+import random
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from twisted.internet.defer import DeferredList
+from twisted.internet.task import deferLater
 from twisted.internet.threads import deferToThread
 from twisted.python import log
 
@@ -53,6 +56,53 @@ if TYPE_CHECKING:
 
 #: Work above this many bytes runs in a worker thread.
 THREAD_THRESHOLD = 256 * 1024
+
+
+async def update_with_retries(node: "MutableFileNode", offset: int, data: bytes,
+                              delays: Sequence[float]) -> int | None:
+    """Try :meth:`~.mutable.MutableFileNode.update` in place, on a fresh write-mode
+    servermap each time, after a random wait below each of ``delays`` for every lost
+    test-and-set race. None when done, else the offset to publish a whole version at (the
+    file is empty, or the layout cannot take it in place).
+
+    :raises UncoordinatedWriteError: when every attempt lost its race.
+    """
+    await node.lock.acquire()
+    try:
+        where: int | None = None  # the offset, once fixed against the length first read
+        last: Exception | None = None
+        for attempt, delay in enumerate(delays):
+            if delay:
+                await deferLater(node.client.clock, delay * random.random(), lambda: None)
+            smap, probe = await node._servermap(want_private_key=True)
+            best = smap.best_recoverable_version()
+            if best is None:
+                return offset if where is None else where
+            if where is None:
+                where = min(offset, best.data_length)
+            node.needed, node.total = best.needed, best.total
+            keys = await node._keys(smap, probe)
+            try:
+                with node.client.history.record("publish", node.storage_index, len(data),
+                                                node.client.clock):
+                    updated = await update_in_place(node, smap, probe, keys,
+                                                    min(where, best.data_length), data)
+            except UpdateNotInPlace as why:
+                log.msg(f"update of {node.storage_index.hex()[:8]} at {where}: {why}; "
+                        f"publishing a whole version")
+                return where
+            except UncoordinatedWriteError as error:
+                last = error
+                log.msg(f"update of {node.storage_index.hex()[:8]} lost a race (attempt "
+                        f"{attempt + 1} of {len(delays)}); retrying")
+                continue
+            node._count("published", len(data))
+            node.share_size = updated.version.offsets[-1]
+            return None
+        assert last is not None
+        raise last
+    finally:
+        node.lock.release()
 
 
 async def update_in_place(node: "MutableFileNode", smap: ServerMap, probe: Probe,

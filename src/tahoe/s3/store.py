@@ -93,12 +93,8 @@ class AccountStore:
         #: Names found to be no bucket, and when (see :meth:`has_bucket`).
         self._not_buckets: dict[str, float] = {}
         #: Read cap -> (when read, its contents or their sorted entries, the directory's
-        #: count of changes through this node then, this store's generation of it then),
-        #: see :meth:`listing`.
-        self._listings: dict[str, tuple[float, Any, int, int | None]] = {}
-        #: Read cap -> how many times a change through this store began or ended: a read
-        #: that a change overtook is not kept.
-        self._generations: dict[str, int] = {}
+        #: count of changes through this node then), see :meth:`listing`.
+        self._listings: dict[str, tuple[float, Any, int]] = {}
 
     # -- helpers
 
@@ -133,24 +129,22 @@ class AccountStore:
         still be used."""
         known = self._listings.get(cap.readonly().to_string())
         if known is None or self.services.clock.seconds() - known[0] >= LISTING_CACHE_SECONDS \
-                or known[2] != self._changes(cap) or known[3] is not None and \
-                known[3] != self._generations.get(cap.readonly().to_string(), 0):
+                or known[2] != self._changes(cap):
             return None
         return known[1]
 
     async def _read(self, cap: DirectoryCap) -> bytes:
-        """Read a directory's contents and keep them, unless a change began meanwhile."""
-        key = cap.readonly().to_string()
-        generation = self._generations.get(key, 0)
+        """Read a directory's contents and keep them, with the directory's count of changes
+        when the read began: a change through this node that ends later (it may have been
+        under way during the read) makes them unused."""
         changes = self._changes(cap)
         now = self.services.clock.seconds()
         data = await self.node(cap).read_bytes()
-        for old in [k for k, (when, _, _, _) in self._listings.items()
+        for old in [k for k, (when, _, _) in self._listings.items()
                     if now - when >= LISTING_CACHE_SECONDS]:
             del self._listings[old]
-        if len(self._listings) < LISTINGS_KEPT and self._generations.get(key, 0) == generation \
-                and self._changes(cap) == changes:
-            self._listings[key] = (now, data, changes, generation)
+        if len(self._listings) < LISTINGS_KEPT:
+            self._listings[cap.readonly().to_string()] = (now, data, changes)
         return data
 
     def _keep(self, cap: DirectoryCap, data: bytes, parsed: SortedDirectory) -> None:
@@ -158,7 +152,7 @@ class AccountStore:
         key = cap.readonly().to_string()
         known = self._listings.get(key)
         if known is not None and known[1] is data:
-            self._listings[key] = (known[0], parsed, known[2], known[3])
+            self._listings[key] = (known[0], parsed, known[2])
 
     def _changes(self, cap: DirectoryCap) -> int:
         """How many batches of changes this node has applied to directory ``cap`` (through
@@ -166,12 +160,6 @@ class AccountStore:
         not used."""
         index = getattr(cap.file_cap, "storage_index", None)  # none for a literal directory
         return self.services.directories.changes.get(index, 0)  # type: ignore[no-any-return]
-
-    def _forget_listing(self, key: str) -> None:
-        """Drop what was read of directory ``key`` (a read cap), and keep no read begun
-        before now."""
-        self._generations[key] = self._generations.get(key, 0) + 1
-        self._listings.pop(key, None)
 
     def _known_directory(self, parent: DirectoryCap, name: str, writable: bool
                          ) -> DirectoryCap | None:
@@ -207,15 +195,11 @@ class AccountStore:
                 return change(table, first)
             except S3Error as error:
                 return None, _Failed(error)
-        key = node.cap.readonly().to_string()
-        self._forget_listing(key)
-        try:
+        try:  # the node counts the change: what is kept of the directory is read again
             result = await node.change(guarded)
         except NotWriteableError:
             raise S3Error("AccessDenied", "This directory cannot be changed: it is linked"
                           " by a read-only cap on the grid.") from None
-        finally:
-            self._forget_listing(key)  # a read made meanwhile may have seen the old contents
         if isinstance(result, _Failed):
             raise result.error
         return result
