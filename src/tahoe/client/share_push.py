@@ -39,6 +39,7 @@ from twisted.python import log
 from twisted.python.failure import Failure
 
 from ..caps.immutable import CHKReadCap
+from ..httpwire.deadline import Deadlines
 from ..crypto.lease_secrets import ClientLeaseSecrets
 from ..immutable.encoder import EncodedSegment, EncodedTrailer, ImmutableEncoder
 from ..immutable.params import EncodingParameters
@@ -103,7 +104,7 @@ class _Push:
             d.callback(None)
 
 
-class AnswerDeadlines:
+class AnswerDeadlines(Deadlines[Deferred]):
     """Cancels each Deferred watched that has not fired ``timeout`` seconds after it was
     given (an allocation's answer: the server is then replaced), with one timer for all.
 
@@ -111,38 +112,24 @@ class AnswerDeadlines:
     """
 
     def __init__(self, clock: Any, timeout: float) -> None:
-        self._clock = clock
         self._timeout = timeout
-        self._due: list[tuple[float, Deferred]] = []
-        self._timer: Any = None
+        self._deadlines: dict[Deferred, float] = {}
+        super().__init__(clock, self._deadlines.__getitem__, self._expire)
 
     def watch(self, answer: Deferred) -> None:
         """Cancel ``answer`` unless it fires within the timeout."""
-        self._due.append((self._clock.seconds() + self._timeout, answer))
-        if self._timer is None:
-            self._timer = self._clock.callLater(self._timeout, self._check)
+        self._deadlines[answer] = self.clock.seconds() + self._timeout
+        super().watch(answer)
 
     def stop(self) -> None:
         """Watch nothing any more."""
-        if self._timer is not None and self._timer.active():
-            self._timer.cancel()
-        self._timer = None
-        self._due = []
+        super().stop()
+        self._deadlines.clear()
 
-    def _check(self) -> None:
-        self._timer = None
-        now = self._clock.seconds()
-        due, self._due = self._due, []
-        for deadline, answer in due:
-            if answer.called:
-                continue
-            if deadline <= now:
-                answer.cancel()
-            else:
-                self._due.append((deadline, answer))
-        if self._due:
-            self._timer = self._clock.callLater(
-                min(deadline for deadline, _ in self._due) - now, self._check)
+    def _expire(self, answer: Deferred) -> None:
+        del self._deadlines[answer]
+        if not answer.called:
+            answer.cancel()
 
 
 class SharePush:

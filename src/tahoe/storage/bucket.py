@@ -19,9 +19,10 @@ import enum
 import os
 from typing import Any, Callable, ContextManager
 
-from twisted.internet.interfaces import IDelayedCall, IReactorTime
+from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 
+from ..httpwire.deadline import Deadlines
 from . import disk
 from .arguments import check_offset
 from .errors import (BadRequest, BucketWriterClosed, ConflictingWriteError, DataTooLargeError,
@@ -46,39 +47,16 @@ class WriterState(enum.Enum):
     ABORTED = "aborted"
 
 
-class WriterTimeouts:
+class WriterTimeouts(Deadlines["BucketWriter"]):
     """Aborts every writer that saw no call for :data:`INACTIVITY_TIMEOUT`, with one timer
-    for them all: a writer only notes the time of each call. (A timer per writer cost a
-    reactor heap push at allocation, a reset per write and a cancel at close.) The timer
-    runs while writers are open; it may fire once more after the last has finished, and
-    then stops.
+    for them all: a writer only notes the time of each call (``last_call``).
 
     :param clock: gives the time and runs the timer.
     """
 
     def __init__(self, clock: IReactorTime) -> None:
-        self.clock = clock
-        self._writers: dict["BucketWriter", None] = {}
-        self._call: IDelayedCall | None = None
-
-    def watch(self, writer: "BucketWriter") -> None:
-        """Time ``writer`` out from now on (it leaves by :meth:`forget`)."""
-        self._writers[writer] = None
-        if self._call is None:
-            self._call = self.clock.callLater(INACTIVITY_TIMEOUT, self._check)
-
-    def forget(self, writer: "BucketWriter") -> None:
-        """``writer`` finished."""
-        self._writers.pop(writer, None)
-
-    def _check(self) -> None:
-        self._call = None
-        now = self.clock.seconds()
-        for writer in [w for w in self._writers if w.last_call + INACTIVITY_TIMEOUT <= now]:
-            writer.time_out()
-        if self._writers:
-            due = min(writer.last_call for writer in self._writers) + INACTIVITY_TIMEOUT
-            self._call = self.clock.callLater(due - now, self._check)
+        super().__init__(clock, lambda writer: writer.last_call + INACTIVITY_TIMEOUT,
+                         lambda writer: writer.time_out())
 
 
 class BucketWriter:
