@@ -44,6 +44,7 @@ from twisted.python.failure import Failure
 from ..util.nurl import spki_hash_of
 from .client import (MAX_BODY, RESPONSE_TIMEOUT, ConnectionGone, HTTPResponse, ProtocolViolation,
                      ResponseTimeout, StaleConnection)
+from .tls import client_context
 
 #: Bytes handed to one ``send``, and asked of one ``recv``.
 SEND_PIECE = 1024 * 1024
@@ -199,11 +200,7 @@ class ThreadedConnection:
     def _connect(self) -> ssl.SSLSocket:
         raw = socket.create_connection(self._address, timeout=CONNECT_TIMEOUT)
         raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-        context.set_alpn_protocols(["http/1.1"])
-        sock = context.wrap_socket(raw)
+        sock = client_context().wrap_socket(raw)
         try:
             check_pinned(sock.getpeercert(binary_form=True), self._spki_hash)
         except BaseException:

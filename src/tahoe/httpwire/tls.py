@@ -42,9 +42,10 @@ def certificate_spki_hash(certificate: PrivateCertificate) -> str:
 
 
 def client_context() -> ssl.SSLContext:
-    """The standard library's TLS client settings for a pinned server (as the bulk
-    connection's, ``httpwire.threaded``): no certificate authority, no host name (the key
-    is checked after the handshake), ALPN ``http/1.1`` offered (Tahoe 1.20's server takes it)."""
+    """The standard library's TLS client settings for a pinned server (the kept-open
+    connections' here, the bulk connections' in ``httpwire.threaded``): no certificate
+    authority, no host name (the key is checked after the handshake), ALPN ``http/1.1``
+    offered (Tahoe 1.20's server takes it)."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
