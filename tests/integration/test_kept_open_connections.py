@@ -26,7 +26,6 @@ from twisted.internet.endpoints import serverFromString
 from twisted.internet.interfaces import IProtocolNegotiationFactory
 from twisted.internet.protocol import Factory, Protocol
 from twisted.internet.task import deferLater
-from twisted.protocols.tls import TLSMemoryBIOFactory
 from twisted.web.resource import Resource
 from twisted.web.server import Site
 from zope.interface import implementer
@@ -36,7 +35,7 @@ from tahoe.client.storage_api import ServerGone
 from tahoe.client.storage_https import HTTPSStorageClient
 from tahoe.httpwire.client import ConnectionGone, PersistentConnection
 from tahoe.httpwire.threaded import ThreadedConnection
-from tahoe.httpwire.tls import certificate_spki_hash, server_options
+from tahoe.httpwire.tls import TLSServerFactory, certificate_spki_hash, server_context
 from tahoe.util.nurl import NURL
 from tests.integration.storage_fixtures import new_tub
 from tests.integration.test_storage_clients import _failure
@@ -161,7 +160,7 @@ async def _listen(factory: Any) -> Listening:
     from twisted.internet import reactor
     certificate = new_tub().myCertificate
     port = await serverFromString(reactor, "tcp:0:interface=127.0.0.1").listen(
-        TLSMemoryBIOFactory(server_options(certificate), False, factory))
+        TLSServerFactory(server_context(certificate), factory))
     return Listening(factory, port, certificate_spki_hash(certificate))
 
 

@@ -16,7 +16,6 @@ import attr
 import pytest_twisted
 from foolscap.api import Tub
 from twisted.internet.defer import Deferred, DeferredList
-from twisted.protocols.tls import TLSMemoryBIOFactory
 
 from tahoe.client.https_connector import endpoint_for
 from tahoe.client.storage_api import (ServerGone, ServerRefused, ShareNotAllocated,
@@ -26,7 +25,7 @@ from tahoe.client.storage_https import HTTPSStorageClient
 from tahoe.httpwire.client import ConnectionGone, PersistentConnection
 from tahoe.httpwire.server import HTTP1ServerFactory
 from tahoe.httpwire.threaded import PinMismatch, ThreadedConnection
-from tahoe.httpwire.tls import certificate_spki_hash, server_options
+from tahoe.httpwire.tls import TLSServerFactory, certificate_spki_hash, server_context
 from tahoe.node.portswitch import PortSwitch, SwitchingEndpoint
 from tahoe.node.tub import tubid_bytes
 from tahoe.storage.containers import open_container
@@ -88,8 +87,8 @@ async def served(request: Any, tmp_path: Path) -> AsyncIterator[Served]:
     furl = server_tub.registerReference(StorageServerRPC(server))
     swissnum = parse_furl(furl).swissnum
     certificate = server_tub.myCertificate
-    switch.serve_https(TLSMemoryBIOFactory(
-        server_options(certificate), False,
+    switch.serve_https(TLSServerFactory(
+        server_context(certificate),
         HTTP1ServerFactory(StorageHTTPApplication(server, swissnum.encode()), reactor)))
     if request.param == "foolscap":
         client_tub = new_tub()
@@ -361,7 +360,7 @@ async def test_connections_pin_the_key(tmp_path: Path) -> None:
     tub.listenOn(SwitchingEndpoint(serverFromString(reactor, f"tcp:{port}:interface=127.0.0.1"),
                                    switch))
     server = StorageServer(tmp_path / "s", tubid_bytes(tub), reactor, application_version=b"x")
-    switch.serve_https(TLSMemoryBIOFactory(server_options(tub.myCertificate), False,
+    switch.serve_https(TLSServerFactory(server_context(tub.myCertificate),
                                            HTTP1ServerFactory(StorageHTTPApplication(
                                                server, b"swiss"), reactor)))
     pinned = certificate_spki_hash(tub.myCertificate)

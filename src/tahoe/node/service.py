@@ -374,10 +374,8 @@ class Node:
 
     def _serve_https(self, swissnum: str) -> list[str]:
         """Serve the HTTPS storage API on the Tub's ports; return the NURLs to announce."""
-        from twisted.protocols.tls import TLSMemoryBIOFactory
-
         from ..httpwire.server import HTTP1ServerFactory
-        from ..httpwire.tls import certificate_spki_hash, server_options
+        from ..httpwire.tls import TLSServerFactory, certificate_spki_hash, server_context
         from ..storage.http_api import StorageHTTPApplication
         from ..util.nurl import nurls_for_location
         assert self.tub is not None and self.port_switch is not None
@@ -385,8 +383,8 @@ class Node:
         application = StorageHTTPApplication(self.storage_server, swissnum.encode("ascii"),
                                              self.stats.statistics)
         certificate = self.tub.myCertificate
-        self.port_switch.serve_https(TLSMemoryBIOFactory(
-            server_options(certificate), False, HTTP1ServerFactory(application, self.reactor)))
+        self.port_switch.serve_https(TLSServerFactory(
+            server_context(certificate), HTTP1ServerFactory(application, self.reactor)))
         hints = [hint for hint in self.location.split(",") if hint]
         return [nurl.to_string() for nurl in
                 nurls_for_location(hints, certificate_spki_hash(certificate), swissnum)]
