@@ -70,6 +70,10 @@ class Plan:
     #: 1 kB uploads through the web API: timed count, untimed warm-up.
     small_count: int = 50
     small_warmup: int = 5
+    #: 1 kB uploads back to back in each round of the CPU-per-upload measurement (the
+    #: issue's way: no freezing and waking between them), and how many rounds
+    cpu_round_ops: int = 100
+    cpu_rounds: int = 3
     #: whole-process ``tahoe put`` of 1 kB.
     cli_count: int = 20
     #: the directories section (``bench_dirs.py``): ``tahoe put FILE alias:name`` of 1 kB
@@ -143,7 +147,7 @@ def smoke_plan() -> Plan:
     """Tiny sizes, one repetition, a 3-server grid: checks the harness end to end in ~1 minute."""
     return Plan(
         storage_nodes=3, needed=2, happy=3, total=3,
-        small_count=2, small_warmup=1, cli_count=1,
+        small_count=2, small_warmup=1, cli_count=1, cpu_round_ops=2, cpu_rounds=1,
         dir_put_count=1, dir_mkdir_count=1, dir_trees=((2, 3, 1, 1),), dir_budget_s=0.0,
         sizes={KB: 1, 10 * KB: 1, MB: 1}, download_size=10 * KB, ranged_count=1,
         memory_sizes={20 * KB: 1},

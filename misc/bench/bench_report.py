@@ -233,7 +233,9 @@ def _directory_rows(row: Rows, ours: dict[str, Any], foolscap: dict[str, Any],
 
 #: The operations of the CPU table, in order, with their labels (``upload_<size>`` and
 #: ``cp_*_<files>`` are labelled from their names; anything else measured comes last).
-CPU_OPS = {"upload_1k": "1 kB upload, web API", "download_1k": "1 kB download, web API",
+CPU_OPS = {"upload_1k": "1 kB upload, web API",
+           "upload_1k_rounds": "1 kB upload, web API, in rounds of uploads back to back",
+           "download_1k": "1 kB download, web API",
            "put_cli_1k": "tahoe put 1 kB", "put_alias_1k": "tahoe put 1 kB FILE alias:name",
            "mkdir": "tahoe mkdir (unlinked)", "mkdir_alias": "tahoe mkdir alias:name"}
 CPU_HEADER = ["CPU per operation (ms)", "system", "wall", "client", "storage, all",

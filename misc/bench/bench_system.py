@@ -130,6 +130,8 @@ def _main_grid(run: Schedule) -> None:
                   _small_uploads)
     run.alternate("small", "1 kB downloads (web API)", "download_1k", plan.small_count, block,
                   _small_downloads)
+    run.each("small", "1 kB uploads in rounds (CPU per upload)", "upload_1k_rounds",
+             lambda s: _upload_rounds(s, plan.cpu_round_ops, plan.cpu_rounds))
     run.each("floor", "Foolscap floor", "floor", lambda s: floor(
         s.grid, plan.floor_count, plan.floor_warmup), store="floor")
     run.each("floor", "Foolscap floor, plain Tub", "floor", lambda s: floor(
@@ -165,6 +167,16 @@ def _main_grid(run: Schedule) -> None:
     settle_all(run, plan.rest_settle_s, "settle_after_s", section="idle")
     run.each("idle", "idle after the workloads", "idle_after", lambda s: idle_metrics(
         s.grid, s.client, min(plan.idle_window, 2.0)), store="idle_after")
+
+
+def _upload_rounds(side: Side, ops: int, rounds: int) -> None:
+    """CPU per 1 kB upload over rounds of ``ops`` uploads back to back, the grid awake
+    throughout: the blocks of ``upload_1k`` each begin with a grid just woken (SIGCONT),
+    whose catching up falls on few uploads. Wall times are not kept (``upload_1k`` has
+    them, in turns)."""
+    for _ in range(rounds):
+        with side.meter.measure("upload_1k_rounds", ops):
+            small_uploads(side.client, ops, 0)
 
 
 def _small_uploads(side: Side, start: int, count: int) -> None:

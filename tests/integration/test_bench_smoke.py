@@ -43,7 +43,7 @@ def _run_smoke(tmp_path: Path, *extra: str) -> tuple[dict[str, Any], subprocess.
 
 
 #: The operations whose CPU per process the smoke plan measures (``cpu_per_op``).
-CPU_OPS = {"upload_1k", "download_1k", "put_cli_1k", "put_alias_1k", "mkdir", "mkdir_alias",
+CPU_OPS = {"upload_1k", "upload_1k_rounds", "download_1k", "put_cli_1k", "put_alias_1k", "mkdir", "mkdir_alias",
            "cp_up_6", "cp_down_6", "upload_1000", "upload_10000", "upload_1000000",
            "download_10000", "upload_20000"}
 
