@@ -149,3 +149,27 @@ def _decrypt(client: Any, data: bytes) -> bytes:
         if not piece:  # close_notify
             return plain
         plain += piece
+
+
+def test_a_handshake_that_never_ends_is_closed_by_the_http_servers_idle_timeout() -> None:
+    """The HTTP protocol is connected with TCP, before any hello: its idle timeout closes a
+    connection whose client never finishes (here: never starts) the handshake."""
+    from tahoe.httpwire.messages import Limits
+    from tahoe.httpwire.server import HTTP1ServerFactory
+
+    clock = Clock()
+
+    def application(request: Any) -> Any:
+        raise AssertionError("no request can come")
+
+    factory = tls.TLSServerFactory(tls.server_context(Tub().myCertificate), HTTP1ServerFactory(
+        application, clock, Limits(idle_timeout=5.0)))
+    server = factory.buildProtocol(None)
+    transport = _Transport()
+    server.makeConnection(transport)
+    half = _client_hello(["http/1.1"])[:20]  # a hello cut short, the rest never sent
+    server.dataReceived(half)
+    clock.advance(4.9)
+    assert transport.calls == []
+    clock.advance(0.2)
+    assert transport.calls in (["abortConnection"], ["loseConnection"])

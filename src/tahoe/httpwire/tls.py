@@ -147,8 +147,8 @@ class _MemoryTLS(Protocol):
     BIOs, on a Twisted TCP transport: it is the wrapped protocol's transport.
 
     The wrapped protocol is connected once the handshake is done and
-    :meth:`_peer_accepted`; a failed handshake or a refused peer drops the connection,
-    and the wrapped protocol sees only its loss. Written bytes are encrypted and handed
+    :meth:`_peer_accepted` (a server's, earlier: :class:`TLSServer`); a failed handshake
+    or a refused peer drops the connection, and the wrapped protocol sees only its loss. Written bytes are encrypted and handed
     to TCP at once, except while received bytes are being handed up: what the wrapped
     protocol writes then (its answers to pipelined requests) goes out in one send after.
     Compared with Twisted's ``TLSMemoryBIOProtocol`` this has no protocol-wrapper layers,
@@ -170,6 +170,7 @@ class _MemoryTLS(Protocol):
         self._closed_by_us = False
         self._failure: Exception | None = None
         self._closing: Any = None
+        self._wrapped_connected = False
         self.disconnecting = False
 
     # -- the wrapped protocol's transport
@@ -297,11 +298,11 @@ class _MemoryTLS(Protocol):
             # the peer ended the TLS stream properly: nothing was lost, whatever TCP saw
             # after (our close_notify in answer may have met its closed socket)
             reason = Failure(ConnectionDone("closed after close_notify"))
-        if self._ready or self._connects_before_handshake:
+        if self._wrapped_connected or self._loss_told_unconnected:
             self.wrapped.connectionLost(reason)
 
-    #: whether the wrapped protocol hears of a connection lost before its handshake ended
-    _connects_before_handshake = True
+    #: whether the wrapped protocol hears of a connection lost before it was connected
+    _loss_told_unconnected = True
 
     def _handshake(self) -> bool:
         """Go on with the handshake; whether it is done (and the peer accepted)."""
@@ -317,8 +318,13 @@ class _MemoryTLS(Protocol):
         if not self._peer_accepted():
             return False
         self._ready = True
-        self.wrapped.makeConnection(self)
+        if not self._wrapped_connected:
+            self._connect_wrapped()
         return True
+
+    def _connect_wrapped(self) -> None:
+        self._wrapped_connected = True
+        self.wrapped.makeConnection(self)
 
     def _peer_accepted(self) -> bool:
         return True
@@ -360,10 +366,11 @@ class PinnedTLSClient(_MemoryTLS):
 
 class TLSServer(_MemoryTLS):
     """The server side of :class:`_MemoryTLS`: the node certificate, no client
-    certificate asked; the wrapped protocol is connected at the end of the handshake
-    (and hears of no connection that ended before)."""
+    certificate asked. The wrapped protocol is connected with TCP, before the
+    handshake, so that its timeouts cover a handshake that never ends (what it
+    writes before the handshake ended is dropped)."""
 
-    _connects_before_handshake = False
+    _loss_told_unconnected = False
 
     def __init__(self, wrapped: Protocol, context: ssl.SSLContext,
                  factory: "TLSServerFactory") -> None:
@@ -384,8 +391,10 @@ class TLSServer(_MemoryTLS):
         return True
 
     def connectionMade(self) -> None:  # noqa: N802 (Twisted)
-        """Note the connection (:meth:`TLSServerFactory.protocols`); wait for the hello."""
+        """Note the connection (:meth:`TLSServerFactory.protocols`) and connect the wrapped
+        protocol; then wait for the client's hello."""
         self._factory.protocols.add(self)
+        self._connect_wrapped()
 
     def connectionLost(self, reason: Failure = connectionDone) -> None:  # noqa: N802
         self._factory.protocols.discard(self)
