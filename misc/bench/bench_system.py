@@ -34,7 +34,8 @@ from bench_plan import SECTIONS, Plan, size_label
 from bench_proc import rss_mib, wait_quiet
 from bench_schedule import Schedule, Sections, Side, System, log, merge_samples, settle_all
 from bench_workloads import (cli_puts, downloads, floor, idle_metrics, ranged_reads,
-                             round_trips, sized_uploads, small_uploads)
+                             round_trips, share_file_control, sized_uploads,
+                             small_uploads)
 from tests.support.nodes import Shares, TahoeTool
 from tests.support.processes import ProcessSet
 
@@ -132,6 +133,9 @@ def _main_grid(run: Schedule) -> None:
                   _small_downloads)
     run.each("small", "1 kB uploads in rounds (CPU per upload)", "upload_1k_rounds",
              lambda s: _upload_rounds(s, plan.cpu_round_ops, plan.cpu_rounds))
+    run.each("small", "share files on the grid's filesystem (control)", "share_file_control",
+             lambda s: share_file_control(s.grid.workdir, plan.cpu_round_ops * 3),
+             store="share_file_control")
     run.each("floor", "Foolscap floor", "floor", lambda s: floor(
         s.grid, plan.floor_count, plan.floor_warmup), store="floor")
     run.each("floor", "Foolscap floor, plain Tub", "floor", lambda s: floor(

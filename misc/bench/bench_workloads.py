@@ -44,6 +44,49 @@ def small_uploads(client: BenchNode, count: int, warmup: int, size: int = 1000,
     return seconds
 
 
+def share_file_control(where: Path, count: int = 300, size: int = 1116) -> dict[str, Any]:
+    """The disk work of one 1 kB share as a storage server does it, alone, on the grid's
+    filesystem: a new file made, written and closed in ``incoming/``, a bucket directory
+    made (a prefix directory too, when missing) and the file renamed into it; CPU
+    (``RUSAGE_SELF``, user and system) and wall time per share, in ms.
+
+    A control for the storage servers' CPU per share: how dear the filesystem makes new
+    files at the moment (on ext4 it varies severalfold with what was deleted there
+    before), measured in the same run."""
+    import resource
+    import secrets
+    import shutil
+
+    from tahoe.util import base32
+
+    root = where / "share-file-control"
+    incoming = root / "incoming"
+    incoming.mkdir(parents=True, exist_ok=True)
+    data = b"\x00" * size
+    try:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        before, wall = usage.ru_utime + usage.ru_stime, time.monotonic()
+        for i in range(count):
+            si = base32.b2a(secrets.token_bytes(16))
+            path = incoming / f"{si}.0"
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
+            try:
+                os.pwrite(fd, data, 0)
+            finally:
+                os.close(fd)
+            bucket = root / si[:2] / si
+            try:
+                os.mkdir(bucket)
+            except FileNotFoundError:
+                os.makedirs(bucket, exist_ok=True)
+            os.rename(path, bucket / "0")
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        cpu, wall = usage.ru_utime + usage.ru_stime - before, time.monotonic() - wall
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return {"count": count, "cpu_ms": 1000.0 * cpu / count, "wall_ms": 1000.0 * wall / count}
+
+
 def _clean_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items()
             if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")}
