@@ -1,7 +1,9 @@
 """What TLS costs the client per byte of share data: on the reactor, or in a thread.
 
-Starts a sink (our HTTP/1.1 server over Twisted's TLS, answering every
-request at once and dropping its body; its own process) and sends it
+Starts a sink (our HTTP/1.1 server, answering every request at once and
+dropping its body; its own process) over each server TLS of ``--servers``
+(``stdlib``: ``httpwire.tls.TLSServer``, the storage server's; ``twisted``:
+Twisted's TLS over pyOpenSSL, the server's before), and sends it
 ``--count`` writes of ``--size`` bytes, at most ``--window`` outstanding,
 through each client transport, measuring wall time and the client process's
 CPU time per MB:
@@ -35,17 +37,22 @@ SINK = """
 import sys
 from foolscap.api import Tub
 from twisted.internet import reactor
-from twisted.protocols.tls import TLSMemoryBIOFactory
 from tahoe.httpwire.server import HTTP1ServerFactory, Response
-from tahoe.httpwire.tls import certificate_spki_hash, server_options
+from tahoe.httpwire.tls import TLSServerFactory, certificate_spki_hash, server_context
 
 class Drop:
     def body_received(self, data): pass
     def body_complete(self): return Response(200, [], b"ok")
 
 certificate = Tub().myCertificate
-factory = TLSMemoryBIOFactory(server_options(certificate), False,
-                              HTTP1ServerFactory(lambda request: Drop(), reactor))
+http = HTTP1ServerFactory(lambda request: Drop(), reactor)
+if sys.argv[1] == "twisted":  # Twisted's TLS over pyOpenSSL, as the server had before
+    from twisted.internet.ssl import CertificateOptions
+    from twisted.protocols.tls import TLSMemoryBIOFactory
+    factory = TLSMemoryBIOFactory(CertificateOptions(
+        privateKey=certificate.privateKey.original, certificate=certificate.original), False, http)
+else:
+    factory = TLSServerFactory(server_context(certificate), http)
 port = reactor.listenTCP(0, factory, interface="127.0.0.1")
 print(port.getHost().port, certificate_spki_hash(certificate), flush=True)
 reactor.run()
@@ -103,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--window", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", type=Path, default=Path("bench-tls.json"))
+    parser.add_argument("--servers", default="stdlib",
+                        help="the sinks' TLS, comma-separated: stdlib, twisted")
     parser.add_argument("--child", nargs=3, metavar=("TRANSPORT", "PORT", "SPKI"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -111,14 +120,23 @@ def main(argv: list[str] | None = None) -> int:
         measure(transport, int(port), spki, args.count, args.size, args.window)
         return 0
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
-    sink = subprocess.Popen([sys.executable, "-c", SINK], stdout=subprocess.PIPE, env=env,
-                            text=True)
+    servers = args.servers.split(",")
+    sinks = {server: subprocess.Popen([sys.executable, "-c", SINK, server],
+                                      stdout=subprocess.PIPE, env=env, text=True)
+             for server in servers}
     try:
-        assert sink.stdout is not None
-        port, spki = sink.stdout.readline().split()
-        rows: dict[str, list[dict[str, float]]] = {"reactor": [], "thread": []}
-        for _ in range(args.rounds):
-            for transport in rows:
+        where = {}
+        for server, sink in sinks.items():
+            assert sink.stdout is not None
+            where[server] = sink.stdout.readline().split()
+        rows: dict[str, list[dict[str, float]]] = {
+            f"{transport}/{server}" if len(servers) > 1 else transport: []
+            for transport in ("reactor", "thread") for server in servers}
+        for _ in range(args.rounds):  # the sinks in turns, each round
+            for name in rows:
+                transport, _, server = name.partition("/")
+                sink = sinks[server or servers[0]]
+                port, spki = where[server or servers[0]]
                 before = cpu_seconds(sink.pid)
                 output = subprocess.run(
                     [sys.executable, __file__, "--count", str(args.count), "--size",
@@ -127,21 +145,23 @@ def main(argv: list[str] | None = None) -> int:
                 row = json.loads(output.stdout.strip().splitlines()[-1])
                 row["sink_cpu_ms_per_MB"] = ((cpu_seconds(sink.pid) - before) * 1000
                                              / (args.count * args.size / 1e6))
-                rows[transport].append(row)
+                rows[name].append(row)
     finally:
-        sink.terminate()
-        sink.wait(10)
+        for sink in sinks.values():
+            sink.terminate()
+            sink.wait(10)
     report: dict[str, Any] = {"count": args.count, "size": args.size, "window": args.window,
                               "samples": rows, "median": {}}
     for transport, samples in rows.items():
         report["median"][transport] = {key: sorted(s[key] for s in samples)[len(samples) // 2]
                                        for key in samples[0]}
-    ratio = (report["median"]["thread"]["client_cpu_ms_per_MB"]
-             / report["median"]["reactor"]["client_cpu_ms_per_MB"])
+    suffix = f"/{servers[0]}" if len(servers) > 1 else ""
+    ratio = (report["median"]["thread" + suffix]["client_cpu_ms_per_MB"]
+             / report["median"]["reactor" + suffix]["client_cpu_ms_per_MB"])
     report["thread_over_reactor_client_cpu"] = ratio
-    print(f"{'transport':10} {'MB/s':>8} {'client CPU ms/MB':>18} {'sink CPU ms/MB':>16}")
+    print(f"{'transport':16} {'MB/s':>8} {'client CPU ms/MB':>18} {'sink CPU ms/MB':>16}")
     for transport, figures in report["median"].items():
-        print(f"{transport:10} {figures['MBps']:8.0f} {figures['client_cpu_ms_per_MB']:18.2f} "
+        print(f"{transport:16} {figures['MBps']:8.0f} {figures['client_cpu_ms_per_MB']:18.2f} "
               f"{figures['sink_cpu_ms_per_MB']:16.2f}")
     print(f"client CPU per byte, thread / reactor: {ratio:.2f}")
     args.json.write_text(json.dumps(report, indent=1) + "\n")
