@@ -98,6 +98,8 @@ def run(argv: list[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, str])
         return EXIT_ERROR
     stdout.write(f"running node in {basedir}\n")
     stdout.flush()
+    from ..util.memory import limit_malloc_arenas
+    limit_malloc_arenas()  # before any thread starts
     return _run_reactor(nodedir, pidfile, args.allow_stdin_close, stderr)
 
 

@@ -36,6 +36,7 @@ from ..immutable.params import DEFAULT_MAX_SEGMENT_SIZE, SegmentGeometry
 from ..immutable.ueb import serialized_length
 from ..immutable.verifier import FileVerifier
 from ..stats.registry import Statistics
+from ..util.memory import after_large_transfer
 from .broker import StorageBroker, StorageServerHandle
 from .errors import NoSharesError, NotEnoughSharesError
 
@@ -388,6 +389,7 @@ class FileDownload:
             yield plain[max(0, offset - start):end - start]
         if timer is not None:
             timer.done("downloader.latencies.read", "downloader.rates.read", end - offset)
+        after_large_transfer(self._clock, end - offset)
 
 
 async def _await(d: Any) -> Any:

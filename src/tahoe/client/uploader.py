@@ -43,6 +43,7 @@ from ..immutable.encoder import ImmutableEncoder
 from ..immutable.keys import ConvergentKeyHasher
 from ..immutable.params import LIT_SIZE_THRESHOLD, EncodingParameters, SegmentGeometry
 from ..immutable.ueb import URIExtension
+from ..util.memory import after_large_transfer
 from .broker import StorageBroker
 from .errors import UploadUnhappinessError
 from .share_push import INLINE_LIMIT, SharePush, UploadProgress, no_progress
@@ -118,11 +119,18 @@ class Uploader:
         :param progress: told how far the hashing and the pushing got.
         :raises UploadUnhappinessError: if too few servers took shares.
         """
-        params = params or self._params
-        started = time.monotonic()
         size = source.size
         if size <= LIT_SIZE_THRESHOLD:
             return UploadResult(LiteralCap(source.read(0, size)), None, {}, 0, {"total": 0.0})
+        try:
+            return await self._upload(source, params or self._params, key, progress)
+        finally:
+            after_large_transfer(self._clock, size)
+
+    async def _upload(self, source: Uploadable, params: EncodingParameters, key: bytes | None,
+                      progress: UploadProgress) -> UploadResult:
+        started = time.monotonic()
+        size = source.size
         geometry = params.geometry(size)
         convergent = key is None
         if key is None:
