@@ -133,7 +133,7 @@ def _main_grid(run: Schedule) -> None:
                   _small_downloads)
     run.each("small", "1 kB uploads in rounds (CPU per upload)", "upload_1k_rounds",
              lambda s: _upload_rounds(s, plan.cpu_round_ops, plan.cpu_rounds))
-    run.each("small", "share files on the grid's filesystem (control)", "share_file_control",
+    run.each("small", "share files on the grid's filesystem (control)", None,
              lambda s: share_file_control(s.grid.workdir, plan.cpu_round_ops * 3),
              store="share_file_control")
     run.each("floor", "Foolscap floor", "floor", lambda s: floor(
