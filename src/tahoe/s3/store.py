@@ -117,12 +117,17 @@ class AccountStore:
 
     async def entry(self, cap: DirectoryCap, name: str) -> Light | None:
         """One entry of a directory by name (a file before a directory of that name): from
-        the kept listing, else found in the contents by one pass, without sorting them
-        (the contents are kept for a listing that follows)."""
+        the kept listing; in contents just read, by one pass without sorting them (a
+        single GET); at a second look-up in the same contents, they are sorted and kept,
+        so that the GETs that follow (a download of many keys) bisect."""
         kept = self._kept(cap)
         if isinstance(kept, SortedDirectory):
             return kept.find(name)
-        return find_entry(kept if kept is not None else await self._read(cap), name)
+        if kept is None:
+            return find_entry(await self._read(cap), name)
+        parsed = sorted_entries(kept)
+        self._keep(cap, kept, parsed)
+        return parsed.find(name)
 
     def _kept(self, cap: DirectoryCap) -> SortedDirectory | bytes | None:
         """What is kept of a directory (sorted, or its contents not parsed yet), if it may
