@@ -148,15 +148,15 @@ class _MemoryTLS(Protocol):
 
     The wrapped protocol is connected once the handshake is done and
     :meth:`_peer_accepted` (a server's, earlier: :class:`TLSServer`); a failed handshake
-    or a refused peer drops the connection, and the wrapped protocol sees only its loss. Written bytes are encrypted and handed
-    to TCP at once, except while received bytes are being handed up: what the wrapped
-    protocol writes then (its answers to pipelined requests) goes out in one send after.
-    Compared with Twisted's ``TLSMemoryBIOProtocol`` this has no protocol-wrapper layers,
-    no flush scheduled on the reactor per write and no cffi calls. Flow control is
-    TCP's: a producer registered here is registered on the TCP transport, and pausing
-    this transport pauses TCP's reading. A connection closed with TLS's close_notify, or
-    by this side, is lost with ``ConnectionDone``; one cut without it, with
-    ``ConnectionLost``.
+    or a refused peer drops the connection, and the wrapped protocol sees only its loss.
+    Written bytes are encrypted and handed to TCP at once, except while received bytes
+    are being handed up: what the wrapped protocol writes then (its answers to pipelined
+    requests) goes out in one send after. Compared with Twisted's ``TLSMemoryBIOProtocol``
+    this has no protocol-wrapper layers, no flush scheduled on the reactor per write and
+    no cffi calls. Flow control is TCP's: a producer registered here is registered on
+    the TCP transport, and pausing this transport pauses TCP's reading. A connection
+    closed with TLS's close_notify, or by this side, is lost with ``ConnectionDone``;
+    one cut without it, with ``ConnectionLost``.
     """
 
     def __init__(self, wrapped: Protocol, context: ssl.SSLContext, server_side: bool) -> None:
@@ -294,7 +294,7 @@ class _MemoryTLS(Protocol):
         self.disconnecting = True
         if self._closing is not None and self._closing.active():
             self._closing.cancel()
-        if self._close_notify and not reason.check(ConnectionDone):
+        if self._close_notify and self._failure is None and not reason.check(ConnectionDone):
             # the peer ended the TLS stream properly: nothing was lost, whatever TCP saw
             # after (our close_notify in answer may have met its closed socket)
             reason = Failure(ConnectionDone("closed after close_notify"))
