@@ -46,8 +46,9 @@ def small_uploads(client: BenchNode, count: int, warmup: int, size: int = 1000,
 
 def share_file_control(where: Path, count: int = 300, size: int = 1116) -> dict[str, Any]:
     """The disk work of one 1 kB share as a storage server does it, alone, on the grid's
-    filesystem: a new file made, written and closed in ``incoming/``, a bucket directory
-    made (a prefix directory too, when missing) and the file renamed into it; CPU
+    filesystem, by the server's own calls (``storage.disk``): a new file made, written
+    and closed in ``incoming/``, a bucket directory made (a prefix directory too, when
+    missing) and the file renamed into it; CPU
     (``RUSAGE_SELF``, user and system) and wall time per share, in ms.
 
     A control for the storage servers' CPU per share: how dear the filesystem makes new
@@ -57,6 +58,7 @@ def share_file_control(where: Path, count: int = 300, size: int = 1116) -> dict[
     import secrets
     import shutil
 
+    from tahoe.storage import disk
     from tahoe.util import base32
 
     root = where / "share-file-control"
@@ -68,18 +70,11 @@ def share_file_control(where: Path, count: int = 300, size: int = 1116) -> dict[
         before, wall = usage.ru_utime + usage.ru_stime, time.monotonic()
         for i in range(count):
             si = base32.b2a(secrets.token_bytes(16))
-            path = incoming / f"{si}.0"
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
-            try:
-                os.pwrite(fd, data, 0)
-            finally:
-                os.close(fd)
-            bucket = root / si[:2] / si
-            try:
-                os.mkdir(bucket)
-            except FileNotFoundError:
-                os.makedirs(bucket, exist_ok=True)
-            os.rename(path, bucket / "0")
+            path = f"{incoming}/{si}.0"
+            disk.create_with(path, [(0, data)])
+            bucket = f"{root}/{si[:2]}/{si}"
+            disk.make_directory(bucket)
+            os.rename(path, f"{bucket}/0")
         usage = resource.getrusage(resource.RUSAGE_SELF)
         cpu, wall = usage.ru_utime + usage.ru_stime - before, time.monotonic() - wall
     finally:

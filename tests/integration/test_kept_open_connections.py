@@ -23,12 +23,10 @@ import pytest
 import pytest_twisted
 from twisted.internet.defer import Deferred
 from twisted.internet.endpoints import serverFromString
-from twisted.internet.interfaces import IProtocolNegotiationFactory
 from twisted.internet.protocol import Factory, Protocol
 from twisted.internet.task import deferLater
 from twisted.web.resource import Resource
 from twisted.web.server import Site
-from zope.interface import implementer
 
 from tahoe.client.https_connector import endpoint_for
 from tahoe.client.storage_api import ServerGone
@@ -115,7 +113,6 @@ class _AnswersLate(_ScriptedProtocol):
             self.transport.write(ANSWER)
 
 
-@implementer(IProtocolNegotiationFactory)
 class _Scripted(Factory):
     def __init__(self, protocol: type[_ScriptedProtocol]) -> None:
         self.protocol = protocol
@@ -123,9 +120,6 @@ class _Scripted(Factory):
         self.open: list[_ScriptedProtocol] = []
         self.requests: list[tuple[int, bytes]] = []
         self.events: list[tuple[str, bytes]] = []
-
-    def acceptableProtocols(self) -> list[bytes]:  # noqa: N802 (Twisted: ALPN, as Site)
-        return [b"http/1.1"]
 
 
 @attr.s(auto_attribs=True)

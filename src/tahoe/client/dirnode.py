@@ -179,15 +179,18 @@ class DirectoryNode:
                 return None
             return pack_children(children, writekey)
 
-        changes = self.client.changes
+        changes, index = self.client.changes, self.file.storage_index
         try:
             await self.file.modify(modifier)
         except Exception as error:  # the publish failed: every change in the batch failed
-            changes[self.file.storage_index] = changes.get(self.file.storage_index, 0) + 1
+            failure: Exception | None = error
+        else:
+            failure = None
+        changes[index] = changes.get(index, 0) + 1  # (tried or made: a kept read is stale)
+        if failure is not None:
             for _, d in batch:
-                d.errback(error)
+                d.errback(failure)
             return
-        changes[self.file.storage_index] = changes.get(self.file.storage_index, 0) + 1
         for (_, d), (ok, value) in zip(batch, outcomes):
             if ok:
                 d.callback(value)

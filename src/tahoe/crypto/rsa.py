@@ -184,12 +184,12 @@ class SigningKey:
         :returns: the 256-byte signature.
         :raises ValueError: if ``salt`` is given and is not 32 bytes.
         """
-        from Crypto.Hash import SHA256
-        from Crypto.Signature import pss
         if salt is None and randfunc is None:
             from cryptography.hazmat.primitives import hashes
             key = self._openssl if self._openssl is not None else _openssl_key(self.der, True)
             return key.sign(message, _pss(), hashes.SHA256())  # type: ignore[no-any-return]
+        from Crypto.Hash import SHA256
+        from Crypto.Signature import pss
         if salt is not None:
             if len(salt) != PSS_SALT_SIZE:
                 raise ValueError(f"a PSS salt must be {PSS_SALT_SIZE} bytes")

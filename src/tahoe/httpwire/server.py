@@ -28,7 +28,7 @@ from typing import Any
 import httptools
 from attrs import define, field
 from twisted.internet.defer import Deferred
-from twisted.internet.interfaces import IProtocolNegotiationFactory, IPushProducer, IReactorTime
+from twisted.internet.interfaces import IPushProducer, IReactorTime
 from twisted.internet.protocol import Factory, Protocol
 from twisted.logger import Logger
 from twisted.python.failure import Failure
@@ -441,22 +441,15 @@ class _Closed:
         return False
 
 
-@implementer(IProtocolNegotiationFactory)
 class HTTP1ServerFactory(Factory):
-    """Makes :class:`HTTP1ServerProtocol` instances for one application.
-
-    Under TLS it takes ALPN ``http/1.1`` (and nothing else), as Tahoe 1.20's server does.
-    """
+    """Makes :class:`HTTP1ServerProtocol` instances for one application (under TLS, ALPN
+    is the TLS layer's: ``httpwire.tls.server_context``)."""
 
     def __init__(self, application: Application, clock: IReactorTime,
                  limits: Limits | None = None) -> None:
         self._application = application
         self._clock = clock
         self._limits = limits or Limits()
-
-    def acceptableProtocols(self) -> list[bytes]:  # noqa: N802 (Twisted)
-        """The ALPN protocols offered to TLS clients."""
-        return [b"http/1.1"]
 
     def buildProtocol(self, addr: Any) -> HTTP1ServerProtocol:  # noqa: N802 (Twisted)
         """A protocol for one connection."""

@@ -120,14 +120,9 @@ class AccountStore:
         the kept listing; in contents just read, by one pass without sorting them (a
         single GET); at a second look-up in the same contents, they are sorted and kept,
         so that the GETs that follow (a download of many keys) bisect."""
-        kept = self._kept(cap)
-        if isinstance(kept, SortedDirectory):
-            return kept.find(name)
-        if kept is None:
+        if self._kept(cap) is None:
             return find_entry(await self._read(cap), name)
-        parsed = sorted_entries(kept)
-        self._keep(cap, kept, parsed)
-        return parsed.find(name)
+        return (await self.listing(cap)).find(name)
 
     def _kept(self, cap: DirectoryCap) -> SortedDirectory | bytes | None:
         """What is kept of a directory (sorted, or its contents not parsed yet), if it may

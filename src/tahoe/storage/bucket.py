@@ -99,7 +99,8 @@ class BucketWriter:
 
     @classmethod
     def create(cls, storage_index: bytes, shnum: int, allocated_size: int,
-               first_lease: Lease | tuple[bytes, int], incoming_path: str, final_path: str, timeouts: WriterTimeouts, discard: bool,
+               first_lease: Lease | tuple[bytes, int], incoming_path: str, final_path: str,
+               timeouts: WriterTimeouts, discard: bool,
                on_finish: Callable[["BucketWriter"], None],
                lock: ContextManager[Any] | None = None,
                new_bucket: bool = False) -> "BucketWriter":
