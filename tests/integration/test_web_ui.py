@@ -38,12 +38,29 @@ def api(local_grid: ProxiedGrid) -> WebAPI:
     return WebAPI(local_grid.client.url)
 
 
+# What Chromium says, besides a stale element reference, when the page it
+# was reading is replaced by the next one between two commands.
+PAGE_REPLACED = ("does not belong to the document", "document unloaded",
+                 "Execution context was destroyed", "Cannot find context with specified id")
+
+
 def wait_for(driver: Any, condition: Any, timeout: float = WAIT) -> Any:
     """Poll ``condition`` until it holds (a page being replaced meanwhile is polled again)."""
-    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+    from selenium.common.exceptions import (
+        NoSuchElementException, StaleElementReferenceException, WebDriverException)
     from selenium.webdriver.support.wait import WebDriverWait
+
+    def polled(d: Any) -> Any:
+        try:
+            return condition(d)
+        except (NoSuchElementException, StaleElementReferenceException):
+            raise
+        except WebDriverException as e:
+            if any(phrase in (e.msg or "") for phrase in PAGE_REPLACED):
+                return False
+            raise
     return WebDriverWait(driver, timeout, poll_frequency=0.1, ignored_exceptions=(
-        NoSuchElementException, StaleElementReferenceException)).until(condition)
+        NoSuchElementException, StaleElementReferenceException)).until(polled)
 
 
 def css(driver: Any, selector: str) -> Any:
@@ -81,7 +98,10 @@ def visit(driver: Any, url: str, gallery_name: str | None = None) -> None:
 
 
 def row_names(driver: Any) -> list[str]:
-    return [cell.text for cell in css_all(driver, "table.listing tbody td.name")]
+    """The listing's names, read in one script so that a page replaced meanwhile cannot split them."""
+    return driver.execute_script(
+        "return Array.from(document.querySelectorAll('table.listing tbody td.name'),"
+        " cell => cell.innerText.trim());")
 
 
 def pattern_bytes(size: int) -> bytes:
