@@ -12,7 +12,8 @@ Each node then says which modules it has loaded
 :mod:`tahoe.web.private`): the storage nodes have none of the gateway's
 upload, download, directory, mutable-file or CLI code, nor zfec or
 pycryptodome; the client, which used them, has them all (so the check can
-see them).
+see them). Until its web port's first connection, a storage node that served
+all those shares had not loaded the web server or its pages either.
 """
 from __future__ import annotations
 
@@ -48,14 +49,20 @@ GATEWAY_ONLY = (
 RUN_CLI = {"tahoe.cli", "tahoe.cli.main", "tahoe.cli.run", "tahoe.cli.create_node"}
 
 
-def loaded_modules(basedir: Path, node_url: str) -> set[str]:
-    """``GET /private/diagnostics?t=json`` with the node's API token: its loaded modules."""
+#: The web server and pages, loaded at the web port's first connection.
+WEB = ("twisted.web.server", "twisted.web.http", "tahoe.web.root", "tahoe.web.server",
+       "tahoe.web.statistics", "tahoe.web.storage_status", "tahoe.web.page")
+
+
+def loaded_modules(basedir: Path, node_url: str, key: str = "modules") -> set[str]:
+    """``GET /private/diagnostics?t=json`` with the node's API token: its loaded modules
+    (``key``: ``modules_before_web``, those loaded when its web site was built)."""
     token = (basedir / "private" / "api_auth_token").read_text().strip()
     request = urllib.request.Request(node_url.rstrip("/") + "/private/diagnostics?t=json",
                                      headers={"Authorization": f"tahoe-lafs {token}"})
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     with opener.open(request, timeout=30) as answer:
-        return set(json.loads(answer.read())["modules"])
+        return set(json.loads(answer.read())[key])
 
 
 def named(modules: set[str], names: tuple[str, ...] | set[str]) -> set[str]:
@@ -111,6 +118,10 @@ def test_storage_node_serving_shares_loads_no_gateway_code(tmp_path: Path) -> No
         assert "Crypto.PublicKey.RSA" not in warm  # no RSA key made yet
         drive_client(client)
         for name, server in servers.items():
+            # The first connection to the storage node's web port: this request.
+            before_web = loaded_modules(tmp_path / name, server.url, "modules_before_web")
+            assert "tahoe.storage.server" in before_web
+            assert named(before_web, WEB) == set(), name
             api = WebAPI(server.url)
             for page in ("/", "/?t=json", "/statistics", "/statistics?t=json", "/storage",
                          "/storage?t=json", "/status"):
@@ -132,6 +143,7 @@ def test_storage_node_serving_shares_loads_no_gateway_code(tmp_path: Path) -> No
                 assert "tahoe.storage.http_api" in modules
             assert named(modules, GATEWAY_ONLY) == set(), (name, protocols)
             assert named(modules, ("tahoe.cli",)) <= RUN_CLI, name
+            assert named(modules, ("tahoe.invite",)) == set(), name  # create-node --join's
 
 
 def test_diagnostics_need_the_api_token(tmp_path: Path) -> None:

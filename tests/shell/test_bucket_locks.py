@@ -124,7 +124,30 @@ def test_threads_of_one_process_exclude_each_other(tmp_path: Path) -> None:
     for thread in threads:
         thread.join()
     assert most[0] == 1
+    assert locks.in_use() == 0  # a stripe nobody holds or waits for takes no memory
     locks.close()
     with locks.lock(FIRST):  # once closed, the thread locks go on alone
         pass
     assert 0 <= BucketLocks.stripe(FIRST) < STRIPES
+
+
+def test_a_stripe_waited_for_stays_one_lock_until_its_last_user_leaves(tmp_path: Path) -> None:
+    locks = BucketLocks(tmp_path / "share-index.lock")
+    first = locks.lock(FIRST)
+    order: list[str] = []
+    with first:
+
+        def wait_then_enter() -> None:
+            with locks.lock(FIRST):
+                order.append("second")
+        waiter = threading.Thread(target=wait_then_enter)
+        waiter.start()
+        time.sleep(0.2)
+        assert order == [] and locks.in_use() == 1
+        order.append("first")
+    waiter.join(5)
+    assert order == ["first", "second"] and locks.in_use() == 0
+    with first:  # a handle is entered again, after its exit
+        assert locks.in_use() == 1
+    assert locks.in_use() == 0
+    locks.close()

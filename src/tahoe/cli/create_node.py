@@ -13,8 +13,6 @@ import os
 from collections.abc import Mapping
 from typing import NoReturn, TextIO
 
-from ..invite.errors import InviteError
-from ..invite.messages import APP_ID, DEFAULT_MAILBOX_URL
 from ..node.config import CLIENT, INTRODUCER
 from ..node.errors import ConfigError, DirectoryNotEmpty
 from ..node.nodedir import (DEFAULT_WEB_PORT, NodeOptions, allocate_tcp_port,
@@ -75,6 +73,7 @@ class _Parser(argparse.ArgumentParser):
 def _make_parser(command: str, stdout: TextIO) -> _Parser:
     # --join's code is imported by the create commands only: ``tahoe run`` imports this
     # module for expand_home, and a running node loads no invite code.
+    from ..invite.messages import APP_ID, DEFAULT_MAILBOX_URL
     from .join import DEFAULT_JOIN_TIMEOUT
     parser = _Parser(stdout, prog=f"tahoe {command}",
                      usage=f"tahoe [global-options] {command} {_SYNOPSIS[command]}",
@@ -268,6 +267,7 @@ def run_create(command: str, argv: list[str], stdout: TextIO, stderr: TextIO,
     :returns: 0 on success, 1 on a usage error or a failure to write,
         255 if the directory exists and is not empty.
     """
+    from ..invite.errors import InviteError
     parser = _make_parser(command, stdout)
     try:
         args = parser.parse_args(argv)

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from ..stats.node import NodeStatistics
     from ..storage.server import StorageServer
     from ..storage.share_scan import ScanProcesses
+    from ..web.listen import LazySite
 
 
 def _local_addresses() -> list[str]:
@@ -123,6 +124,9 @@ class Node:
         self.client: ClientServices | None = None
         self.helper: Helper | None = None
         self.web_port: Any = None
+        #: The web port's factory, and the welcome page once its site was built.
+        self.web_site: LazySite | None = None
+        self.web_root: Any = None
         self.sftp_port: Any = None
         self.s3_gateway: Any = None
         self.stats: NodeStatistics | None = None
@@ -165,14 +169,18 @@ class Node:
 
     async def _start_introducer(self) -> None:
         from ..introducer.server import IntroducerService
-        from ..web.root import IntroducerWelcomeResource
-        from ..web.server import start_web_server
+        from ..web.listen import LazySite, listen_web
         assert self.tub is not None
-        self.introducer = IntroducerService()
+        introducer = self.introducer = IntroducerService()
+
+        def site() -> Any:
+            from ..web.root import IntroducerWelcomeResource
+            from ..web.server import make_site
+            return make_site(IntroducerWelcomeResource(introducer.summary))
         if self.config.web_port:
-            root = IntroducerWelcomeResource(self.introducer.summary)
-            self.web_port = await start_web_server(self.reactor, self.config.web_port, root,
-                                                   self.basedir)
+            self.web_site = LazySite(site)
+            self.web_port = await listen_web(self.reactor, self.config.web_port, self.web_site,
+                                             self.basedir)
         register_persistent(self.tub, self.introducer,
                             self.basedir / "private" / "introducer.furl")
 
@@ -257,42 +265,54 @@ class Node:
         register_persistent(self.tub, self.helper, self.basedir / "private" / "helper.furl")
 
     async def _start_web(self, token: bytes) -> None:
-        """The gateway: the pages a storage node serves now, the file and directory
-        resources (``/uri``, ``/cap``, ``/file``, ``/named``, ``/operations``) built, and
-        their code imported, at the first request for one of them."""
+        """The web port. Its site is built, and the web code imported, at the first
+        connection (a storage node mostly serves no page); a gateway's just after the
+        start. Even then, the file and directory resources (``/uri``, ``/cap``,
+        ``/file``, ``/named``, ``/operations``) are built, and their code imported, at
+        the first request for one of them: a storage node loads them at its gateway's
+        first use, if ever."""
+        from ..web.listen import LazySite, listen_web
+        assert self.client is not None
+        self.web_site = LazySite(lambda: self._web_site(token))
+        self.web_port = await listen_web(self.reactor, self.config.web_port, self.web_site,
+                                         self.basedir)
+        if not self.config.storage.enabled:
+            # A node without storage is there to be a gateway: its code is loaded just
+            # after the start, not by its first upload.
+            self.reactor.callLater(WARM_UP_DELAY, self._warm_up)
+
+    def _web_site(self, token: bytes) -> Any:
+        """The web site: the welcome page and the pages under it."""
+        from ..web.helper_status import HelperStatusResource
         from ..web.private import PrivateResource
         from ..web.root import WelcomeResource
-        from ..web.server import start_web_server
+        from ..web.server import make_site
         from ..web.statistics import StatisticsResource
         from ..web.status import StatusResource
         from ..web.storage_status import StorageStatusResource
         assert self.client is not None and self.broker is not None and self.stats is not None
         nodeid = self.signing_key.public_key.server_id
-        root = WelcomeResource(
+        root = self.web_root = WelcomeResource(
             lambda: [c.status() for c in self.introducer_clients],
             self.broker.summaries, (self.nickname, nodeid), history=self.client.history,
             happy=self.config.client.encoding_parameters().happy, clock=self.clock)
         root.add_lazy_children(_FILE_RESOURCES, self._file_resources)
         root.putChild(b"statistics", StatisticsResource(self.stats.document))
         root.putChild(b"status", StatusResource(self.client.history))
-        root.putChild(b"private", PrivateResource(token))
-        from ..web.helper_status import HelperStatusResource
+        assert self.web_site is not None
+        root.putChild(b"private", PrivateResource(token, self.web_site.modules_before))
         root.putChild(b"helper_status", HelperStatusResource(
             lambda: self.helper.stats_document() if self.helper is not None else None))
         crawlers = (self.crawlers[0], self.crawlers[1]) if self.crawlers else None
         root.putChild(b"storage", StorageStatusResource(
             (self.nickname, nodeid), self.stats.document, crawlers, self.clock))
-        self.web_port = await start_web_server(self.reactor, self.config.web_port, root,
-                                               self.basedir, first_write=self.client.expect_use)
-        if not self.config.storage.enabled:
-            # A node without storage is there to be a gateway: its file code is loaded
-            # just after the start, not by its first upload (a storage node loads it at
-            # its gateway's first use, if ever).
-            self.reactor.callLater(WARM_UP_DELAY, self._warm_up, root)
+        return make_site(root, first_write=self.client.expect_use)
 
-    def _warm_up(self, root: Any) -> None:
-        if self.client is not None and self.web_port is not None:
-            root.build_lazy_children()
+    def _warm_up(self) -> None:
+        if self.client is not None and self.web_site is not None and self.web_port is not None:
+            self.web_site.site()
+            assert self.web_root is not None
+            self.web_root.build_lazy_children()
             self.client.warm_up()
 
     def _file_resources(self) -> dict[bytes, Resource]:

@@ -36,36 +36,55 @@ LOCK_NAME = "share-index.lock"
 STRIPES = 4096
 
 
+class _Stripe:
+    """A stripe's thread lock, in the table while some thread holds or waits for it."""
+
+    __slots__ = ("fd", "lock", "users")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.users = 0
+        #: The lock file's descriptor whose record lock the holder took (``None``: none).
+        self.fd: int | None = None
+
+
 class StripeLock:
-    """The lock of one stripe (a context manager; not re-entrant)."""
+    """The lock of one stripe (a context manager; not re-entrant).
 
-    __slots__ = ("_fd", "_stripe", "_thread_lock")
+    A handle only: the stripe's thread lock lives in its :class:`BucketLocks`'s
+    table while it is held or waited for, so the locks of idle stripes take no
+    memory.
+    """
 
-    def __init__(self, thread_lock: threading.Lock, fd: int | None, stripe: int) -> None:
-        self._thread_lock = thread_lock
-        self._fd = fd
+    __slots__ = ("_owner", "_stripe")
+
+    def __init__(self, owner: BucketLocks, stripe: int) -> None:
+        self._owner = owner
         self._stripe = stripe
 
     def __enter__(self) -> None:
-        self._thread_lock.acquire()
-        if self._fd is not None:
+        stripe = self._owner._take(self._stripe)
+        stripe.lock.acquire()
+        fd = self._owner._fd
+        if fd is not None:
             try:
-                _record_lock(self._fd, self._stripe, True)
+                _record_lock(fd, self._stripe, True)
             except BaseException:
-                self._thread_lock.release()
+                stripe.lock.release()
+                self._owner._give(self._stripe)
                 raise
-
-    def detach(self) -> None:
-        """Thread lock only from now on (the lock file is being closed)."""
-        self._fd = None
+        stripe.fd = fd
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  traceback: TracebackType | None) -> None:
+        stripe = self._owner._held(self._stripe)
         try:
-            if self._fd is not None:
-                _record_lock(self._fd, self._stripe, False)
+            if stripe.fd is not None:
+                _record_lock(stripe.fd, self._stripe, False)
         finally:
-            self._thread_lock.release()
+            stripe.fd = None
+            stripe.lock.release()
+            self._owner._give(self._stripe)
 
 
 #: ``struct flock`` (Linux, 64-bit ``off_t``): type, whence, start, length, pid (0).
@@ -99,8 +118,9 @@ class BucketLocks:
     def __init__(self, path: str | os.PathLike[str] | None) -> None:
         self.path = None if path is None else os.fspath(path)
         self._fd = None if path is None else os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        self._locks = [StripeLock(threading.Lock(), self._fd, stripe)
-                       for stripe in range(STRIPES)]
+        #: The stripes held or waited for, and the lock of that table.
+        self._stripes: dict[int, _Stripe] = {}
+        self._table = threading.Lock()
 
     @staticmethod
     def stripe(storage_index: bytes) -> int:
@@ -109,12 +129,36 @@ class BucketLocks:
 
     def lock(self, storage_index: bytes) -> StripeLock:
         """The lock to hold while changing a share file of ``storage_index``."""
-        return self._locks[self.stripe(storage_index)]
+        return StripeLock(self, self.stripe(storage_index))
+
+    def _take(self, number: int) -> _Stripe:
+        """The stripe's entry, counting one more user (who will acquire its lock)."""
+        with self._table:
+            stripe = self._stripes.get(number)
+            if stripe is None:
+                stripe = self._stripes[number] = _Stripe()
+            stripe.users += 1
+            return stripe
+
+    def _held(self, number: int) -> _Stripe:
+        """The entry of a stripe whose lock the caller holds."""
+        with self._table:
+            return self._stripes[number]
+
+    def _give(self, number: int) -> None:
+        """One user fewer; an entry without users leaves the table."""
+        with self._table:
+            stripe = self._stripes[number]
+            stripe.users -= 1
+            if not stripe.users:
+                del self._stripes[number]
+
+    def in_use(self) -> int:
+        """How many stripes are held or waited for now."""
+        return len(self._stripes)
 
     def close(self) -> None:
         """Close the lock file (no lock may be held any more); the thread locks go on."""
         if self._fd is not None:
-            for lock in self._locks:
-                lock.detach()
             os.close(self._fd)
             self._fd = None

@@ -6,9 +6,12 @@ wrote to ``private/api_auth_token`` when it started; anything else gets 401
 with ``WWW-Authenticate: tahoe-lafs realm="tahoe-lafs"``. Tahoe serves its
 Eliot log stream (a WebSocket) under it; we serve one page of our own:
 
-* ``GET /private/diagnostics?t=json``: ``{"modules": [...]}``, the names of
-  the Python modules the node has loaded, sorted (``docs/performance.md``,
-  memory: a node loads what it uses). Module names only, no secret.
+* ``GET /private/diagnostics?t=json``: ``{"modules": [...],
+  "modules_before_web": [...]}``, the names of the Python modules the node
+  has loaded, sorted, now and when its web site was built (at the first
+  connection to the web port, :mod:`tahoe.web.listen`; ``null`` if not
+  known) (``docs/performance.md``, memory: a node loads what it uses).
+  Module names only, no secret.
 
 Anything else an authorized request asks for gets 404.
 """
@@ -37,9 +40,16 @@ class _Unauthorized(resource.Resource):
 
 
 class DiagnosticsResource(resource.Resource):
-    """``/private/diagnostics``: what the node has loaded, as JSON (``t=json``)."""
+    """``/private/diagnostics``: what the node has loaded, as JSON (``t=json``).
+
+    :param before_web: the modules loaded when the web site was built, if known.
+    """
 
     isLeaf = True
+
+    def __init__(self, before_web: list[str] | None = None) -> None:
+        super().__init__()
+        self._before_web = before_web
 
     def render_GET(self, request: Request) -> bytes:  # noqa: N802 (Twisted)
         """The loaded modules for ``t=json``; 400 for any other ``t`` or none."""
@@ -48,18 +58,21 @@ class DiagnosticsResource(resource.Resource):
             request.setHeader(b"Content-Type", b"text/plain; charset=utf-8")
             return b"Bad Format: this page has only t=json\n"
         request.setHeader(b"Content-Type", b"application/json; charset=utf-8")
-        return json.dumps({"modules": sorted(sys.modules)}).encode("ascii") + b"\n"
+        return json.dumps({"modules": sorted(sys.modules),
+                           "modules_before_web": self._before_web}).encode("ascii") + b"\n"
 
 
 class PrivateResource(resource.Resource):
     """Everything below ``/private``, for holders of ``token`` only.
 
     :param token: the node's API token (without the newline).
+    :param before_web: the modules loaded when the web site was built, if known.
     """
 
-    def __init__(self, token: bytes) -> None:
+    def __init__(self, token: bytes, before_web: list[str] | None = None) -> None:
         super().__init__()
         self._token = token
+        self._before_web = before_web
 
     def authorized(self, request: Request) -> bool:
         """Whether ``request`` carries the token (compared in constant time)."""
@@ -71,7 +84,7 @@ class PrivateResource(resource.Resource):
         if not self.authorized(request):
             return _Unauthorized()
         if path == b"diagnostics":
-            return DiagnosticsResource()
+            return DiagnosticsResource(self._before_web)
         return resource.NoResource()
 
     def render(self, request: Request) -> bytes:

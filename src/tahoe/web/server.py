@@ -5,11 +5,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from twisted.internet import endpoints
 from twisted.web import resource, server
 
-from ..node.fileutil import write_atomically
 from .headers import set_security_headers
+from .listen import listen_web
 from .logformat import censored_log_line
 
 
@@ -87,25 +86,25 @@ def _without_line_breaks(value: bytes) -> bytes:
     return bytes(b for b in value if len((chr(b) + "x").splitlines()) == 1)
 
 
-def url_for_port(listening_port: Any, tls: bool = False) -> str:
-    """The ``node.url`` line for a listening port: always 127.0.0.1 (frontends.md §1.1)."""
-    scheme = "https" if tls else "http"
-    return f"{scheme}://127.0.0.1:{listening_port.getHost().port}/"
-
-
-async def start_web_server(reactor: Any, strport: str, root: resource.Resource,
-                           basedir: Path, first_write: Callable[[], None] | None = None) -> Any:
-    """Listen on ``strport`` and write ``node.url`` atomically when ready.
+def make_site(root: resource.Resource,
+              first_write: Callable[[], None] | None = None) -> server.Site:
+    """The gateway's site over ``root``.
 
     :param first_write: called once, as the first POST or PUT (a request that may
         create something) arrives.
-    :returns: the listening port (stop it with ``stopListening``).
     """
     site = server.Site(root, logFormatter=censored_log_line)
     site.requestFactory = GatewayRequest
     site.first_write = first_write
     site.displayTracebacks = False
-    endpoint = endpoints.serverFromString(reactor, strport)
-    port = await endpoint.listen(site)
-    write_atomically(basedir / "node.url", url_for_port(port, strport.startswith("ssl:")) + "\n")
-    return port
+    return site
+
+
+async def start_web_server(reactor: Any, strport: str, root: resource.Resource,
+                           basedir: Path, first_write: Callable[[], None] | None = None) -> Any:
+    """Listen on ``strport`` with the site over ``root`` (:func:`make_site`) and write
+    ``node.url`` atomically when ready.
+
+    :returns: the listening port (stop it with ``stopListening``).
+    """
+    return await listen_web(reactor, strport, make_site(root, first_write), basedir)
