@@ -488,8 +488,13 @@ def test_a_listing_sees_this_nodes_web_api_writes_at_once(s3_node: S3Node, s3: A
     api = WebAPI(s3_node.gateway.url)
     bucket = _children(s3_node, "")["sameside"][1]["rw_uri"]
     api.put(bucket, "second", b"2")
-    assert [o["Key"] for o in s3.list_objects_v2(Bucket="sameside")["Contents"]] \
-        == ["first", "second"]
+    listed = s3.list_objects_v2(Bucket="sameside")["Contents"]
+    assert [o["Key"] for o in listed] == ["first", "second"]
+    for item in listed:  # a listing says what HeadObject says, with S3 metadata or not
+        head = s3.head_object(Bucket="sameside", Key=item["Key"])
+        assert (item["Size"], item["ETag"], item["LastModified"].replace(microsecond=0)) \
+            == (head["ContentLength"], head["ETag"], head["LastModified"])  # HTTP dates: s
+    assert listed[0]["ETag"] == '"c4ca4238a0b923820dcc509a6f75849b"'  # MD5 of "1"
     assert s3.get_object(Bucket="sameside", Key="second")["Body"].read() == b"2"
     assert api.request("DELETE", f"/uri/{bucket}/first").status == 200
     assert [o["Key"] for o in s3.list_objects_v2(Bucket="sameside")["Contents"]] == ["second"]

@@ -36,7 +36,7 @@ from attrs import frozen
 from ..caps.dirnode import DirectoryCap
 from . import xmlio
 from .errors import S3Error
-from .objects import Light, ObjectInfo, full_entry, light_info, light_is_folder, quoted_etag
+from .objects import Light, full_entry, light_is_folder, light_item
 from .server import Answer, Context
 from .store import AccountStore
 
@@ -53,7 +53,7 @@ class ListPage:
     :ivar truncated: more items follow.
     """
 
-    items: tuple[tuple[str, ObjectInfo | None], ...]
+    items: tuple[tuple[str, xmlio.ListItem | None], ...]
     truncated: bool
 
 
@@ -93,20 +93,19 @@ class _Walk:
         return None if at == -1 else key[:at + len(self.delimiter)]
 
     async def entries(self, cap: Any, base: str
-                      ) -> AsyncIterator[tuple[str, ObjectInfo | None]]:
+                      ) -> AsyncIterator[tuple[str, xmlio.ListItem | None]]:
         """The wanted keys and common prefixes at and below directory ``base``, in order."""
         directory = await self.store.listing(cap)
         for light in directory.after(self.start, base):
             if not light[2]:
                 key = base + light[1]
-                if self.wanted(key):
-                    async for item in self.emit(key, light, folder=False):
-                        yield item
+                if self.wanted(key) and (item := self.emit(key, light, folder=False)):
+                    yield item
                 continue
             path = base + light[1] + "/"
-            if self.wanted(path) and light_is_folder(light):
-                async for item in self.emit(path, light, folder=True):
-                    yield item
+            if self.wanted(path) and light_is_folder(light) and (
+                    item := self.emit(path, light, folder=True)):
+                yield item
             if not self.subtree_wanted(path):
                 continue
             child = full_entry(light).child.cap
@@ -120,15 +119,16 @@ class _Walk:
             async for item in self.entries(child, path):
                 yield item
 
-    async def emit(self, key: str, light: Light, folder: bool
-                   ) -> AsyncIterator[tuple[str, ObjectInfo | None]]:
-        """An object's key, or the common prefix it rolls up into (once)."""
+    def emit(self, key: str, light: Light, folder: bool
+             ) -> tuple[str, xmlio.ListItem | None] | None:
+        """An object's key, or the common prefix it rolls up into (once; None after)."""
         common = self.rolled_up(key)
         if common is None:
-            yield key, light_info(key, light, folder)
-        elif common != self.last_prefix and common != self.skip_below:
+            return key, light_item(key, light, folder)
+        if common != self.last_prefix and common != self.skip_below:
             self.last_prefix = common
-            yield common, None
+            return common, None
+        return None
 
 
 async def list_objects(store: AccountStore, bucket: str, prefix: str, delimiter: str,
@@ -139,7 +139,7 @@ async def list_objects(store: AccountStore, bucket: str, prefix: str, delimiter:
     """
     node = await store.bucket(bucket)
     walk = _Walk(store, prefix, delimiter, start)
-    items: list[tuple[str, ObjectInfo | None]] = []
+    items: list[tuple[str, xmlio.ListItem | None]] = []
     cap: DirectoryCap = node.cap
     base = ""
     for name in prefix.split("/")[:-1]:
@@ -149,7 +149,7 @@ async def list_objects(store: AccountStore, bucket: str, prefix: str, delimiter:
             return ListPage((), False)
         path = base + name + "/"
         if path == prefix and walk.wanted(path) and light_is_folder(light):
-            items.append((path, light_info(path, light, folder=True)))
+            items.append((path, light_item(path, light, folder=True)))
         cap, base = full_entry(light).child.cap, path  # type: ignore[assignment]
     if max_keys <= 0:
         return ListPage((), False)
@@ -238,8 +238,6 @@ async def list_objects_v1(context: Context) -> Answer:
     return Answer(body=body, headers={"Content-Type": "application/xml"})
 
 
-def _items(items: tuple[tuple[str, ObjectInfo | None], ...]) -> list[xmlio.ListItem]:
-    return [xmlio.ListItem(key=key, size=info.size, etag=quoted_etag(info.etag),
-                           last_modified=info.last_modified) if info is not None
-            else xmlio.ListItem(key=key, prefix=True)
-            for key, info in items]
+def _items(items: tuple[tuple[str, xmlio.ListItem | None], ...]) -> list[xmlio.ListItem]:
+    return [item if item is not None else xmlio.ListItem(key=key, prefix=True)
+            for key, item in items]

@@ -38,10 +38,11 @@ from ..dirnode.errors import CorruptDirectory
 from ..dirnode.packing import Entry
 from ..util.errors import BadNetstring
 from ..util.netstring import split_netstring
+from .xmlio import ListItem
 
 __all__ = ["ObjectInfo", "S3_KEY", "STORED_HEADERS", "EMPTY_MD5", "object_info", "describe",
            "size_from_cap", "is_folder_marker", "quoted_etag", "Light", "SortedDirectory",
-           "sorted_entries", "full_entry", "light_info", "light_is_folder"]
+           "sorted_entries", "full_entry", "light_item", "light_is_folder"]
 
 #: The key of a directory entry's metadata that holds the object's S3 metadata.
 S3_KEY = "s3"
@@ -98,6 +99,28 @@ def object_info(key: str, entry: Entry, folder: bool = False) -> ObjectInfo:
                     entry.child)
 
 
+def _listed(metadata: Mapping[str, Any], s3: Mapping[str, Any], read_uri: bytes,
+            size: int | None, folder: bool) -> tuple[int, bool, str, float]:
+    """An entry's size, whether it is known, ETag and time of last change, as a listing
+    shows them (``s3``: its S3 metadata, or empty)."""
+    size_known = True
+    if folder:
+        size = 0
+    elif size is None:
+        if isinstance(s3.get("size"), int):
+            size = s3["size"]
+        else:
+            size, size_known = 0, False  # a mutable file: known only by reading it
+    assert size is not None
+    etag = s3.get("etag")
+    if not isinstance(etag, str) or s3.get("size") != size:
+        # no S3 metadata, or the file was replaced by another tool since
+        etag = EMPTY_MD5 if folder else _derived_etag(read_uri)
+    modified = s3.get("last-modified")
+    return (size, size_known, etag,
+            float(modified) if isinstance(modified, (int, float)) else _link_time(metadata))
+
+
 def describe(key: str, metadata: Mapping[str, Any], read_uri: bytes, size: int | None,
              folder: bool = False, child: ChildNode | None = None) -> ObjectInfo:
     """The :class:`ObjectInfo` of an entry's metadata and read cap.
@@ -107,25 +130,11 @@ def describe(key: str, metadata: Mapping[str, Any], read_uri: bytes, size: int |
     """
     s3 = metadata.get(S3_KEY)
     s3 = s3 if isinstance(s3, dict) else {}
-    size_known = True
-    if folder:
-        size = 0
-    elif size is None:
-        if isinstance(s3.get("size"), int):
-            size = s3["size"]
-        else:
-            size, size_known = 0, False  # a mutable file: known only by reading it
-    modified = s3.get("last-modified")
-    etag = s3.get("etag")
-    if not isinstance(etag, str) or s3.get("size") != size:
-        # no S3 metadata, or the file was replaced by another tool since
-        etag = EMPTY_MD5 if folder else _derived_etag(read_uri)
+    size, size_known, etag, modified = _listed(metadata, s3, read_uri, size, folder)
     meta = s3.get("meta")
     checksums = s3.get("checksums")
     return ObjectInfo(
-        key=key, size=size, etag=etag,
-        last_modified=float(modified) if isinstance(modified, (int, float))
-        else _link_time(metadata),
+        key=key, size=size, etag=etag, last_modified=modified,
         content_type=str(s3.get("content-type") or ("application/x-directory" if folder
                                                      else "binary/octet-stream")),
         meta={str(k): str(v) for k, v in meta.items()} if isinstance(meta, dict) else {},
@@ -279,14 +288,20 @@ def full_entry(light: Light) -> Entry:
                  metadata if isinstance(metadata, dict) else {})
 
 
-def light_info(key: str, light: Light, folder: bool) -> ObjectInfo:
-    """What a listing says of an object: from its metadata and the text of its cap."""
+def light_item(key: str, light: Light, folder: bool) -> ListItem:
+    """What a listing says of an object (its size, ETag and time, as :func:`describe` finds
+    them), from its metadata and the text of its cap, without the rest of an
+    :class:`ObjectInfo`."""
     try:
         metadata = json.loads(light[4])
     except ValueError:
         metadata = {}
-    return describe(key, metadata if isinstance(metadata, dict) else {}, light[3],
-                    size_from_cap(light[3]), folder)
+    if not isinstance(metadata, dict):
+        metadata = {}
+    s3 = metadata.get(S3_KEY)
+    size, _, etag, modified = _listed(metadata, s3 if isinstance(s3, dict) else {}, light[3],
+                                      size_from_cap(light[3]), folder)
+    return ListItem(key=key, size=size, etag=quoted_etag(etag), last_modified=modified)
 
 
 def light_is_folder(light: Light) -> bool:
