@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from twisted.internet.defer import Deferred
+from twisted.python.failure import Failure
 
 from ..caps.dirnode import DirectoryCap
 from ..caps.immutable import CHKReadCap, LiteralCap
@@ -108,6 +109,9 @@ class DirectoryNode:
         # The entries of the last version read or changed here, by their bytes: a
         # read-modify-write parses only what changed since (see unpack_directory).
         self._parsed: ParsedEntries = {}
+        # The read under way (see read_bytes): the count of changes made here when it
+        # began, and who waits for its contents.
+        self._reading: tuple[int, list[Deferred]] | None = None
 
     @property
     def idle(self) -> bool:
@@ -115,14 +119,51 @@ class DirectoryNode:
         return not self._flushing and not self._queue
 
     async def read_bytes(self) -> bytes:
-        """The directory's packed plaintext."""
+        """The directory's packed plaintext.
+
+        Reads of a mutable directory asked for together are one read: a read asked
+        for while another is under way waits for that one's contents, unless a
+        change to the directory through this node ended since that one began (its
+        contents may not show the change: a read of its own then begins). So many
+        requests that look into one directory at once (an S3 client's threads,
+        SFTP transfers) cost one read, and none misses a change made here before
+        it was asked.
+        """
         inner = self.cap.file_cap
         if self.file is not None:
-            return await self.file.read()
+            return await self._read_mutable(self.file)
         if isinstance(inner, LiteralCap):
             return inner.data
         assert isinstance(inner, CHKReadCap)
         return b"".join([chunk async for chunk in self.client.files.download(inner).read()])
+
+    async def _read_mutable(self, file: MutableFileNode) -> bytes:
+        changes = self.client.changes.get(file.storage_index, 0)
+        under_way = self._reading
+        if under_way is not None and under_way[0] == changes:
+            waiter: Deferred = Deferred()
+            under_way[1].append(waiter)
+            data: bytes = await waiter
+            return data
+        waiters: list[Deferred] = []
+        reading = self._reading = (changes, waiters)
+        try:
+            data = await file.read()
+        except BaseException as error:
+            failure: Failure | None = Failure(error)
+        else:
+            failure = None
+        finally:
+            if self._reading is reading:
+                self._reading = None
+        for waiter in waiters:
+            if failure is None:
+                waiter.callback(data)
+            else:
+                waiter.errback(failure)
+        if failure is not None:
+            failure.raiseException()
+        return data
 
     async def list(self) -> Children:
         """Name -> entry, for every child.
