@@ -14,6 +14,7 @@ from typing import Any
 
 from twisted.internet import endpoints
 from twisted.internet.protocol import Factory, Protocol
+from twisted.python import log
 
 from ..node.fileutil import write_atomically
 
@@ -44,7 +45,15 @@ class LazySite(Factory):
         return self._site is not None
 
     def buildProtocol(self, addr: Any) -> Protocol | None:  # noqa: N802 (Twisted's name)
-        return self.site().buildProtocol(addr)
+        """The site's protocol for a new connection. If the site cannot be made, the
+        connection is closed and the failure logged; the next connection tries again
+        (an exception here would stop the port listening)."""
+        try:
+            site = self.site()
+        except Exception:
+            log.err(None, "the web site could not be built")
+            return None
+        return site.buildProtocol(addr)
 
     def stopFactory(self) -> None:  # noqa: N802 (Twisted's name)
         if self._site is not None:
