@@ -96,6 +96,14 @@ def run(argv: list[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, str])
     if busy:
         stderr.write(f"ERROR: {busy}\n")
         return EXIT_ERROR
+    from ..node.fileutil import use_temporary_directory
+    tempdir = nodedir.config_path(nodedir.config.tempdir)
+    try:
+        use_temporary_directory(tempdir)
+    except OSError as error:
+        stderr.write(f"ERROR: the temporary directory {tempdir} ([node]tempdir in tahoe.cfg)"
+                     f" cannot be used: {error.strerror or error}\n")
+        return EXIT_ERROR
     stdout.write(f"running node in {basedir}\n")
     stdout.flush()
     from ..util.memory import limit_malloc_arenas

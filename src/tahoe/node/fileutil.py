@@ -36,3 +36,20 @@ def write_atomically(path: str | os.PathLike[str], data: bytes | str, mode: int 
         except FileNotFoundError:
             pass
         raise
+
+
+def use_temporary_directory(path: str) -> None:
+    """Make ``path`` this process's directory for temporary files (``[node]tempdir``,
+    ``NODEDIR/tmp`` by default, as Tahoe 1.20 does): large request bodies the web
+    API, the S3 gateway and SFTP spool go there, not to the system's ``/tmp``,
+    which is often small, or memory (tmpfs). Created (mode 0700) if missing; a
+    file is made and removed there first, so that a directory that cannot be used
+    is refused at the start, not at the first large upload.
+
+    :raises OSError: if the directory cannot be made or written.
+    """
+    import tempfile
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    with tempfile.TemporaryFile(dir=path):
+        pass
+    tempfile.tempdir = path
