@@ -175,8 +175,10 @@ class Node:
 
         def site() -> Any:
             from ..web.root import IntroducerWelcomeResource
-            from ..web.server import make_site
-            return make_site(IntroducerWelcomeResource(introducer.summary))
+            from ..web.server import make_site, serve_static
+            root = IntroducerWelcomeResource(introducer.summary)
+            serve_static(root, self.nodedir.config_path(self.config.web_static))
+            return make_site(root)
         if self.config.web_port:
             self.web_site = LazySite(site)
             self.web_port = await listen_web(self.reactor, self.config.web_port, self.web_site,
@@ -286,7 +288,7 @@ class Node:
         from ..web.helper_status import HelperStatusResource
         from ..web.private import PrivateResource
         from ..web.root import WelcomeResource
-        from ..web.server import make_site
+        from ..web.server import make_site, serve_static
         from ..web.statistics import StatisticsResource
         from ..web.status import StatusResource
         from ..web.storage_status import StorageStatusResource
@@ -306,6 +308,7 @@ class Node:
         crawlers = (self.crawlers[0], self.crawlers[1]) if self.crawlers else None
         root.putChild(b"storage", StorageStatusResource(
             (self.nickname, nodeid), self.stats.document, crawlers, self.clock))
+        serve_static(root, self.nodedir.config_path(self.config.web_static))
         return make_site(root, first_write=self.client.expect_use)
 
     def _warm_up(self) -> None:

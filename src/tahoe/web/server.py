@@ -86,6 +86,17 @@ def _without_line_breaks(value: bytes) -> bytes:
     return bytes(b for b in value if len((chr(b) + "x").splitlines()) == 1)
 
 
+def serve_static(root: resource.Resource, directory: str) -> None:
+    """Serve the files of ``directory`` (``[node]web.static``, ``NODEDIR/public_html`` by
+    default) under ``/static/``, as Tahoe 1.20 does: Twisted's file server (no path
+    out of the directory but by a symbolic link the operator made; a directory
+    without an index page is listed; a file of an unknown type is sent as
+    ``application/octet-stream``, not Twisted's default ``text/html``). A missing
+    directory answers 404."""
+    from twisted.web import static
+    root.putChild(b"static", static.File(directory, defaultType="application/octet-stream"))
+
+
 def make_site(root: resource.Resource,
               first_write: Callable[[], None] | None = None) -> server.Site:
     """The gateway's site over ``root``.
