@@ -96,6 +96,12 @@ def run(argv: list[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, str])
     if busy:
         stderr.write(f"ERROR: {busy}\n")
         return EXIT_ERROR
+    hidden = _hiding_not_available(nodedir)
+    if hidden:
+        stderr.write(f"ERROR: {hidden} asks for Tor or I2P, which this implementation does"
+                     " not have: rather than connect or listen over plain TCP (revealing this"
+                     " computer's IP address), the node does not start.\n")
+        return EXIT_ERROR
     from ..node.fileutil import use_temporary_directory
     tempdir = nodedir.config_path(nodedir.config.tempdir)
     try:
@@ -124,6 +130,24 @@ def _freeze_start_up_objects() -> None:
     import gc
     gc.collect()
     gc.freeze()
+
+
+def _hiding_not_available(nodedir: Any) -> str | None:
+    """What in the node's configuration asks for Tor or I2P (to hide its IP address, or
+    to listen there), if anything: Tahoe routes such connections through Tor or I2P,
+    which this implementation cannot, so it refuses rather than connect directly."""
+    config = nodedir.config
+    if config.connections_tcp != "tcp":
+        return f"{config.filename} [connections]tcp = {config.connections_tcp}"
+    if config.tor.onion:
+        return f"{config.filename} [tor]onion = true"
+    if config.i2p.dest:
+        return f"{config.filename} [i2p]dest = true"
+    for server in nodedir.static_servers:
+        handler = dict(server.connections).get("tcp", "tcp")
+        if handler != "tcp":
+            return f"private/servers.yaml: server {server.server_id!r} has connections tcp: {handler}"
+    return None
 
 
 def _legacy_crawler_state(nodedir: Any) -> str | None:
