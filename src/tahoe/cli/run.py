@@ -96,6 +96,13 @@ def run(argv: list[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, str])
     if busy:
         stderr.write(f"ERROR: {busy}\n")
         return EXIT_ERROR
+    plugins = _unknown_plugins(nodedir.config)
+    if plugins:
+        stderr.write(f"ERROR: {plugins} enabled in {nodedir.config.filename}, but this"
+                     " implementation has no storage plugins: the node does not start (as"
+                     " Tahoe-LAFS does not without them) rather than run without what they"
+                     " do.\n")
+        return EXIT_ERROR
     hidden = _hiding_not_available(nodedir)
     if hidden:
         stderr.write(f"ERROR: {hidden} asks for Tor or I2P, which this implementation does"
@@ -130,6 +137,17 @@ def _freeze_start_up_objects() -> None:
     import gc
     gc.collect()
     gc.freeze()
+
+
+def _unknown_plugins(config: Any) -> str | None:
+    """The storage plugins the configuration enables (``[client]storage.plugins``, a
+    storage server's ``[storage]plugins``), if any: none is known here."""
+    named = [f"storage plugin {name!r} ([client]storage.plugins)"
+             for name in config.client.storage_plugins]
+    if config.storage.enabled:
+        named += [f"storage server plugin {name!r} ([storage]plugins)"
+                  for name in config.storage.plugins]
+    return ", ".join(named) or None
 
 
 def _hiding_not_available(nodedir: Any) -> str | None:

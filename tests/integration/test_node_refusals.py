@@ -1,10 +1,15 @@
-"""A node configured to hide its IP address (Tor, I2P) does not start, and connects nowhere.
+"""A node asked for what this implementation does not have does not start, and connects nowhere.
 
-Tahoe routes such a node's connections through Tor or I2P; this
-implementation has neither, so running it as configured would connect over
-plain TCP and reveal the address the operator meant to hide. ``tahoe run``
-refuses, naming the setting. The introducer's FURL points at a socket this
-test listens on: nothing ever connects to it.
+* To hide its IP address (Tor, I2P): Tahoe routes such a node's connections
+  through Tor or I2P; this implementation has neither, so running it as
+  configured would connect over plain TCP and reveal the address the
+  operator meant to hide.
+* Storage plugins (``[client]storage.plugins``, ``[storage]plugins``): Tahoe
+  does not start without the plugins enabled; running without them would,
+  on a server, serve storage that a plugin was meant to gate.
+
+``tahoe run`` refuses, naming the setting. The introducer's FURL points at a
+socket this test listens on: nothing ever connects to it.
 """
 from __future__ import annotations
 
@@ -24,11 +29,19 @@ CASES = {
     "a static server through Tor": ({}, "storage:\n  v0-aaaa:\n    ann:\n      nickname: x\n"
                                         "    connections:\n      tcp: tor\n",
                                     "server 'v0-aaaa' has connections tcp: tor"),
+    "a client storage plugin": ({"client": {"storage.plugins": "tokens"},
+                                 "storageclient.plugins.tokens": {"x": "y"}}, None,
+                                "storage plugin 'tokens' ([client]storage.plugins)"),
+    "a storage server plugin": ({"storage": {"enabled": "true", "plugins": "gate",
+                                             "reserved_space": "1M"},
+                                 "node": {"tub.port": f"tcp:{free_port()}:interface=127.0.0.1",
+                                          "tub.location": "tcp:127.0.0.1:1"}}, None,
+                                "storage server plugin 'gate' ([storage]plugins)"),
 }
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_a_node_asked_to_hide_its_address_refuses_to_start(case: str, tmp_path: Path) -> None:
+def test_a_node_asked_for_what_is_not_here_refuses_to_start(case: str, tmp_path: Path) -> None:
     changes, servers_yaml, named = CASES[case]
     with socket.socket() as introducer:
         introducer.bind(("127.0.0.1", 0))
