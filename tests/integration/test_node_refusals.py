@@ -4,9 +4,10 @@
   through Tor or I2P; this implementation has neither, so running it as
   configured would connect over plain TCP and reveal the address the
   operator meant to hide.
-* Storage plugins (``[client]storage.plugins``, ``[storage]plugins``): Tahoe
-  does not start without the plugins enabled; running without them would,
-  on a server, serve storage that a plugin was meant to gate.
+* Storage plugins (``[client]storage.plugins``, ``[storage]plugins``, and
+  ``[storage]anonymous = false``, which offers storage through plugins
+  only): Tahoe does not start without the plugins enabled; running without
+  them would, on a server, serve storage that a plugin was meant to gate.
 
 ``tahoe run`` refuses, naming the setting. The introducer's FURL points at a
 socket this test listens on: nothing ever connects to it.
@@ -37,6 +38,12 @@ CASES = {
                                  "node": {"tub.port": f"tcp:{free_port()}:interface=127.0.0.1",
                                           "tub.location": "tcp:127.0.0.1:1"}}, None,
                                 "storage server plugin 'gate' ([storage]plugins)"),
+    "storage without anonymous access": ({"storage": {"enabled": "true", "anonymous": "false",
+                                                      "reserved_space": "1M"},
+                                          "node": {"tub.port": f"tcp:{free_port()}"
+                                                               ":interface=127.0.0.1",
+                                                   "tub.location": "tcp:127.0.0.1:1"}}, None,
+                                         "[storage]anonymous = false"),
 }
 
 

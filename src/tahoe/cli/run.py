@@ -141,12 +141,16 @@ def _freeze_start_up_objects() -> None:
 
 def _unknown_plugins(config: Any) -> str | None:
     """The storage plugins the configuration enables (``[client]storage.plugins``, a
-    storage server's ``[storage]plugins``), if any: none is known here."""
+    storage server's ``[storage]plugins``) or needs (a storage server's ``[storage]
+    anonymous = false``), if any: none is known here."""
     named = [f"storage plugin {name!r} ([client]storage.plugins)"
              for name in config.client.storage_plugins]
     if config.storage.enabled:
         named += [f"storage server plugin {name!r} ([storage]plugins)"
                   for name in config.storage.plugins]
+    if config.storage.enabled and not config.storage.anonymous:
+        # Tahoe then offers its storage only through plugins: here, to no one.
+        named.append("[storage]anonymous = false (storage offered through plugins only)")
     return ", ".join(named) or None
 
 
