@@ -597,6 +597,7 @@ def test_node_values() -> None:
     assert (config.timeout_keepalive, config.timeout_disconnect) == (60, None)
     assert (config.tempdir, config.web_static, config.log_gatherer_furl) == ("~/t", "www",
                                                                              "pb://g")
+    assert [w for w in config.warnings if "log_gatherer.furl is ignored" in w]
     with pytest.raises(BadValue, match="timeout.keepalive"):
         parse("[node]\ntimeout.keepalive = soon\n")
 

@@ -72,10 +72,12 @@ def test_a_tempdir_that_cannot_be_used_stops_the_node_at_once(tmp_path: Path) ->
     tool.create_node(tmp_path / "node", introducer_furl=None, shares=ONE, nickname="node",
                      web_port=free_port(), tub_port=free_port())
     (tmp_path / "a file").write_text("not a directory")
-    edit_tahoe_cfg(tmp_path / "node", {"node": {"tempdir": str(tmp_path / "a file" / "tmp")}})
+    edit_tahoe_cfg(tmp_path / "node", {"node": {"tempdir": str(tmp_path / "a file" / "tmp"),
+                                                "log_gatherer.furl": "pb://x@y/z"}})
     result = subprocess.run([tool.exe, "run", "--allow-stdin-close", str(tmp_path / "node")],
                             capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert result.returncode == 1
     assert f"the temporary directory {tmp_path / 'a file' / 'tmp'} ([node]tempdir in" \
         " tahoe.cfg) cannot be used: Not a directory" in result.stderr, result.stderr
     assert not (tmp_path / "node" / "running.process").exists()
+    assert "WARNING: " in result.stderr and "log_gatherer.furl is ignored" in result.stderr

@@ -86,6 +86,8 @@ def run(argv: list[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, str])
     except ConfigError as error:
         stderr.write(f"Configuration error:\n{error}\n")
         return EXIT_ERROR
+    for warning in nodedir.config.warnings:
+        stderr.write(f"WARNING: {warning}\n")
     legacy = _legacy_crawler_state(nodedir)
     if legacy:
         stderr.write(f"ERROR: {legacy} is crawler state pickled by Tahoe-LAFS before 1.17;"

@@ -242,6 +242,9 @@ def parse_config(text: str, filename: str = "tahoe.cfg", node_type: str = CLIENT
     check_known_names(ini, filename, node_type)
     r = _Reader(ini, filename)
     warnings: list[str] = []
+    if r.optional("node", "log_gatherer.furl"):
+        warnings.append(f"'{r.filename}' [node]log_gatherer.furl is ignored: this"
+                        " implementation sends no Foolscap logs")
 
     reveal_ip = r.boolean("node", "reveal-ip-address", True)
     tub_port, tub_location = _tub_port_and_location(r, reveal_ip)
