@@ -170,7 +170,8 @@ def _hiding_not_available(nodedir: Any) -> str | None:
     for server in nodedir.static_servers:
         handler = dict(server.connections).get("tcp", "tcp")
         if handler != "tcp":
-            return f"private/servers.yaml: server {server.server_id!r} has connections tcp: {handler}"
+            return (f"private/servers.yaml: server {server.server_id!r} has connections"
+                    f" tcp: {handler}")
     return None
 
 
