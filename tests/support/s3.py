@@ -120,17 +120,20 @@ class S3Node:
 
 @contextmanager
 def started_s3_node(grid: ProxiedGrid, workdir: Path, shares: Shares, *,
-                    s3_config: Mapping[str, str] | None = None) -> Iterator[S3Node]:
+                    s3_config: Mapping[str, str] | None = None,
+                    node_config: Mapping[str, str] | None = None) -> Iterator[S3Node]:
     """Run a client with the S3 gateway on ``grid``'s servers, with one account.
 
     :param s3_config: more ``[s3]`` settings (``region``, ``multipart.max_age``...).
+    :param node_config: ``[node]`` settings (``tempdir``...).
     """
     basedir = workdir / "s3-client"
     tool = TahoeTool(our_tahoe(), workdir / "logs")
     create_static_client(tool, basedir, shares=shares)
     settings = {"enabled": "true", "port": f"tcp:{free_port()}:interface=127.0.0.1"}
     settings.update(s3_config or {})
-    edit_tahoe_cfg(basedir, {"s3": settings})
+    edit_tahoe_cfg(basedir, {"s3": settings, **({"node": dict(node_config)} if node_config
+                                                else {})})
     with ProcessSet() as processes:
         gateway = start_static_client(tool, basedir, processes, grid.servers, shares=shares,
                                       create=False)

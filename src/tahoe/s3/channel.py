@@ -19,6 +19,7 @@ from typing import Any
 
 from twisted.web import http, server
 
+from ..web.spool import SpoolGuard
 from . import xmlio
 from .errors import S3Error
 
@@ -64,12 +65,16 @@ def check_request(request: server.Request) -> None:
     :class:`S3Request` checked it), S3's limits on its headers (8 KiB) and body
     (:data:`MAX_BODY`).
 
-    :raises S3Error: the signature's refusal, ``RequestHeaderSectionTooLarge``,
+    :raises S3Error: the signature's refusal, ``ServiceUnavailable`` (a body that could
+        not be kept: the node's temporary directory full), ``RequestHeaderSectionTooLarge``,
         ``EntityTooLarge``.
     """
     refused = getattr(request, "refused", None)
     if refused is not None:
         raise refused
+    if isinstance(request, SpoolGuard) and request.spool_error is not None:
+        problem = request.spool_problem()
+        raise S3Error("ServiceUnavailable", problem[0].upper() + problem[1:] + ".")
     too_large = getattr(request, "too_large", None)
     if too_large is not None:
         raise S3Error("EntityTooLarge", ProposedSize=str(too_large),
@@ -80,7 +85,7 @@ def check_request(request: server.Request) -> None:
         raise S3Error("RequestHeaderSectionTooLarge", MaxSizeAllowed=str(MAX_HEADER_SECTION))
 
 
-class S3Request(server.Request):
+class S3Request(SpoolGuard, server.Request):
     """A request whose body is kept (in Twisted's spool) only when it may be used.
 
     Its signature is checked as soon as its headers are in (before the body, which it

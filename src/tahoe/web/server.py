@@ -9,6 +9,7 @@ from twisted.web import resource, server
 
 from .headers import set_security_headers
 from .listen import listen_web
+from .spool import SpoolGuard
 from .logformat import censored_log_line
 
 
@@ -46,8 +47,9 @@ class _AllowedMethodsOnly:
         return body
 
 
-class GatewayRequest(server.Request):
-    """A request whose response carries the security headers, whatever resource answers it."""
+class GatewayRequest(SpoolGuard, server.Request):
+    """A request whose response carries the security headers, whatever resource answers
+    it; one whose body could not be kept (:class:`~.spool.SpoolGuard`) is answered 507."""
 
     #: Whether they are set already (``rendering.render_async`` sets them on other requests).
     security_headers_set = True
@@ -55,6 +57,14 @@ class GatewayRequest(server.Request):
     def process(self) -> None:
         """Set the headers (``tahoe.web.headers``), then dispatch as Twisted does."""
         set_security_headers(self)
+        if self.spool_error is not None:
+            body = f"Insufficient Storage: {self.spool_problem()}\n".encode()
+            self.setResponseCode(507)
+            self.setHeader(b"Content-Type", b"text/plain; charset=utf-8")
+            self.setHeader(b"Content-Length", b"%d" % len(body))
+            self.write(body)
+            self.finish()
+            return
         if self.method in (b"POST", b"PUT"):
             site = self.channel.site
             first_write, site.first_write = site.first_write, None

@@ -1,0 +1,76 @@
+"""A full temporary directory: large request bodies get an answer saying so, not a cut connection.
+
+A client node with the S3 gateway whose ``[node]tempdir`` is a 1 MiB tmpfs
+this test mounts (root only). A 3 MB ``PUT`` through the web API is answered
+507 Insufficient Storage and a 3 MB PutObject S3's ``ServiceUnavailable``,
+both naming the full directory; nothing is stored. Small requests, kept in
+memory, go on working, and so do large ones once there is room.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from tests.support.dirapi import WebAPI
+from tests.support.proxied_grid import ProxiedGrid
+from tests.support.s3 import S3Node, started_s3_node
+from tests.support.sysfaults import require_root, tmpfs
+from tests.integration.conftest import DEFAULT_SHARES
+
+SPOOL_SIZE = 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def spool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    require_root()
+    with tmpfs(tmp_path_factory.mktemp("spool") / "tmpfs", SPOOL_SIZE) as path:
+        yield path
+
+
+@pytest.fixture(scope="module")
+def s3_node(local_grid: ProxiedGrid, spool: Path,
+            tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Node]:
+    with started_s3_node(local_grid, tmp_path_factory.mktemp("s3"), DEFAULT_SHARES,
+                         node_config={"tempdir": str(spool)}) as node:
+        yield node
+
+
+def _code(error: Any) -> tuple[str, int]:
+    answer = error.value.response
+    return answer["Error"]["Code"], answer["ResponseMetadata"]["HTTPStatusCode"]
+
+
+def test_a_body_the_tempdir_cannot_hold_is_answered(s3_node: S3Node, spool: Path) -> None:
+    api = WebAPI(s3_node.gateway.url)
+    big = os.urandom(3_000_000)
+    answer = api.request("PUT", "/uri", big)
+    assert answer.status == 507, answer
+    assert "could not keep the request body" in answer.text and str(spool) in answer.text
+    assert "No space left on device" in answer.text
+
+    s3 = s3_node.client()
+    s3.create_bucket(Bucket="full")
+    with pytest.raises(ClientError) as error:
+        s3.put_object(Bucket="full", Key="big", Body=big)
+    assert _code(error) == ("ServiceUnavailable", 503)
+    assert "No space left on device" in error.value.response["Error"]["Message"]
+    assert "Contents" not in s3.list_objects_v2(Bucket="full")  # nothing stored
+
+    small = os.urandom(50_000)  # kept in memory: unaffected
+    cap = api.request("PUT", "/uri", small).text.strip()
+    assert cap.startswith("URI:CHK:") and api.request("GET", f"/uri/{cap}").body == small
+    s3.put_object(Bucket="full", Key="small", Body=small)
+    assert s3.get_object(Bucket="full", Key="small")["Body"].read() == small
+    assert not os.listdir(spool)  # every spool file closed and gone
+
+
+def test_a_large_body_goes_through_once_there_is_room(s3_node: S3Node) -> None:
+    api = WebAPI(s3_node.gateway.url)
+    fits = os.urandom(600_000)
+    answer = api.request("PUT", "/uri", fits)
+    assert answer.status == 200 and answer.text.startswith("URI:CHK:")
