@@ -175,10 +175,9 @@ class Node:
 
         def site() -> Any:
             from ..web.root import IntroducerWelcomeResource
-            from ..web.server import make_site, serve_static
-            root = IntroducerWelcomeResource(introducer.summary)
-            serve_static(root, self.nodedir.config_path(self.config.web_static))
-            return make_site(root)
+            from ..web.server import make_site
+            return make_site(IntroducerWelcomeResource(introducer.summary),
+                             self.nodedir.config_path(self.config.web_static))
         if self.config.web_port:
             self.web_site = LazySite(site)
             self.web_port = await listen_web(self.reactor, self.config.web_port, self.web_site,
@@ -288,7 +287,7 @@ class Node:
         from ..web.helper_status import HelperStatusResource
         from ..web.private import PrivateResource
         from ..web.root import WelcomeResource
-        from ..web.server import make_site, serve_static
+        from ..web.server import make_site
         from ..web.statistics import StatisticsResource
         from ..web.status import StatusResource
         from ..web.storage_status import StorageStatusResource
@@ -308,8 +307,8 @@ class Node:
         crawlers = (self.crawlers[0], self.crawlers[1]) if self.crawlers else None
         root.putChild(b"storage", StorageStatusResource(
             (self.nickname, nodeid), self.stats.document, crawlers, self.clock))
-        serve_static(root, self.nodedir.config_path(self.config.web_static))
-        return make_site(root, first_write=self.client.expect_use)
+        return make_site(root, self.nodedir.config_path(self.config.web_static),
+                         first_write=self.client.expect_use)
 
     def _warm_up(self) -> None:
         if self.client is not None and self.web_site is not None and self.web_port is not None:

@@ -73,8 +73,7 @@ def check_request(request: server.Request) -> None:
     if refused is not None:
         raise refused
     if isinstance(request, SpoolGuard) and request.spool_error is not None:
-        problem = request.spool_problem()
-        raise S3Error("ServiceUnavailable", problem[0].upper() + problem[1:] + ".")
+        raise S3Error("ServiceUnavailable", request.spool_problem())
     too_large = getattr(request, "too_large", None)
     if too_large is not None:
         raise S3Error("EntityTooLarge", ProposedSize=str(too_large),

@@ -141,9 +141,9 @@ class BucketLocks:
             return stripe
 
     def _held(self, number: int) -> _Stripe:
-        """The entry of a stripe whose lock the caller holds."""
-        with self._table:
-            return self._stripes[number]
+        """The entry of a stripe whose lock the caller holds (it stays in the table while
+        held, so it is read without the table's lock)."""
+        return self._stripes[number]
 
     def _give(self, number: int) -> None:
         """One user fewer; an entry without users leaves the table."""

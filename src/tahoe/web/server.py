@@ -5,12 +5,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from twisted.web import resource, server
+from twisted.web import resource, server, static
 
 from .headers import set_security_headers
 from .listen import listen_web
-from .spool import SpoolGuard
 from .logformat import censored_log_line
+from .spool import SpoolGuard
 
 
 class _AllowedMethodsOnly:
@@ -96,24 +96,22 @@ def _without_line_breaks(value: bytes) -> bytes:
     return bytes(b for b in value if len((chr(b) + "x").splitlines()) == 1)
 
 
-def serve_static(root: resource.Resource, directory: str) -> None:
-    """Serve the files of ``directory`` (``[node]web.static``, ``NODEDIR/public_html`` by
-    default) under ``/static/``, as Tahoe 1.20 does: Twisted's file server (no path
-    out of the directory but by a symbolic link the operator made; a directory
-    without an index page is listed; a file of an unknown type is sent as
-    ``application/octet-stream``, not Twisted's default ``text/html``). A missing
-    directory answers 404."""
-    from twisted.web import static
-    root.putChild(b"static", static.File(directory, defaultType="application/octet-stream"))
-
-
-def make_site(root: resource.Resource,
+def make_site(root: resource.Resource, static_dir: str | None = None,
               first_write: Callable[[], None] | None = None) -> server.Site:
     """The gateway's site over ``root``.
 
+    :param static_dir: served under ``/static/`` (``[node]web.static``,
+        ``NODEDIR/public_html`` by default), as Tahoe 1.20 does: Twisted's file server
+        (no path out of the directory but by a symbolic link the operator made; a
+        directory without an index page is listed; a file of an unknown type is sent
+        as ``application/octet-stream``, not Twisted's default ``text/html``). A
+        missing directory answers 404.
     :param first_write: called once, as the first POST or PUT (a request that may
         create something) arrives.
     """
+    if static_dir is not None:
+        root.putChild(b"static", static.File(static_dir,
+                                             defaultType="application/octet-stream"))
     site = server.Site(root, logFormatter=censored_log_line)
     site.requestFactory = GatewayRequest
     site.first_write = first_write
@@ -128,4 +126,5 @@ async def start_web_server(reactor: Any, strport: str, root: resource.Resource,
 
     :returns: the listening port (stop it with ``stopListening``).
     """
-    return await listen_web(reactor, strport, make_site(root, first_write), basedir)
+    return await listen_web(reactor, strport, make_site(root, first_write=first_write),
+                            basedir)

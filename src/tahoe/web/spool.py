@@ -51,5 +51,6 @@ class SpoolGuard:
         """What went wrong keeping the body, for the answer."""
         error = self.spool_error
         assert error is not None
-        return (f"the node could not keep the request body while it arrived"
-                f" ({error.strerror or error}, in {tempfile.gettempdir()}); nothing was stored")
+        return (f"The node could not keep the request body while it arrived"
+                f" ({error.strerror or error}, in {tempfile.gettempdir()}); nothing was"
+                f" stored.")
