@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import re
 import time
 import urllib.error
@@ -263,17 +264,19 @@ def test_copy_and_delete_objects(s3_node: S3Node, s3: Any) -> None:
 
 
 def test_multipart(s3_node: S3Node, s3: Any) -> None:
-    """Parts staged on disk become one object with S3's multipart ETag; the part rules,
-    listing, copy of a part and abort behave as S3's."""
+    """Parts staged on disk (here the last first) become one object with S3's multipart
+    ETag, and the same file as the web API's upload of those bytes (one cap: the key
+    hashed while the parts came is the convergent one); the part rules, listing, copy of
+    a part and abort behave as S3's."""
     s3.create_bucket(Bucket="parts")
-    first = bytes(range(256)) * (5 * 1024 * 4)  # 5 MiB
+    first = os.urandom(5 * 1024 * 1024)
     second = b"tail" * 1000
     upload = s3.create_multipart_upload(Bucket="parts", Key="big/file", ContentType="x/y",
                                         Metadata={"m": "1"})["UploadId"]
-    one = s3.upload_part(Bucket="parts", Key="big/file", UploadId=upload, PartNumber=1,
-                         Body=first)["ETag"]
     two = s3.upload_part(Bucket="parts", Key="big/file", UploadId=upload, PartNumber=2,
                          Body=second)["ETag"]
+    one = s3.upload_part(Bucket="parts", Key="big/file", UploadId=upload, PartNumber=1,
+                         Body=first)["ETag"]
     listed = s3.list_parts(Bucket="parts", Key="big/file", UploadId=upload)
     assert [(p["PartNumber"], p["Size"]) for p in listed["Parts"]] \
         == [(1, len(first)), (2, len(second))]
@@ -293,6 +296,9 @@ def test_multipart(s3_node: S3Node, s3: Any) -> None:
     got = s3.get_object(Bucket="parts", Key="big/file")
     assert got["Body"].read() == first + second
     assert got["ETag"] == done["ETag"] and got["Metadata"] == {"m": "1"}
+    web = WebAPI(s3_node.gateway.url)
+    assert _children(s3_node, "parts/big")["file"][1]["ro_uri"] \
+        == web.ok("PUT", "/uri", first + second).text
     assert not (s3_node.basedir / "private" / "s3-multipart" / upload).exists()
     with pytest.raises(ClientError) as error:
         s3.list_parts(Bucket="parts", Key="big/file", UploadId=upload)

@@ -1,12 +1,18 @@
 """What an upload reads its plaintext from: bytes in memory or a (spooled) file.
 
 Both passes of a CHK upload (the convergent key, then the encoding) read the
-source in order; a file source is read in chunks, so memory stays bounded.
+source in order; a file source is read in chunks, so memory stays bounded. A
+source whose key was hashed while its plaintext arrived says so in
+``known_key`` (a :class:`~tahoe.immutable.keys.KnownKey`, optional): the
+uploader then skips the first pass when the key fits the file's geometry.
 """
 from __future__ import annotations
 
 import os
-from typing import BinaryIO, Protocol
+from typing import TYPE_CHECKING, BinaryIO, Protocol
+
+if TYPE_CHECKING:
+    from ..immutable.keys import KnownKey
 
 
 class Uploadable(Protocol):
@@ -39,8 +45,10 @@ class BytesUploadable:
 class FileUploadable:
     """A plaintext in an open, seekable file (e.g. an HTTP body spooled to disk)."""
 
-    def __init__(self, handle: BinaryIO, size: int | None = None) -> None:
+    def __init__(self, handle: BinaryIO, size: int | None = None,
+                 known_key: KnownKey | None = None) -> None:
         self._handle = handle
+        self.known_key = known_key
         self._fd = handle.fileno() if hasattr(handle, "fileno") and _has_fd(handle) else None
         if size is None:
             handle.seek(0, os.SEEK_END)

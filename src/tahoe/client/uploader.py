@@ -134,7 +134,9 @@ class Uploader:
         geometry = params.geometry(size)
         convergent = key is None
         if key is None:
-            key = await self._convergent_key(source, geometry, progress)
+            known = getattr(source, "known_key", None)
+            key = known.key if known is not None and known.fits(geometry) \
+                else await self._convergent_key(source, geometry, progress)
         progress("hash", 1.0)
         hashed = time.monotonic()
         if not convergent:
@@ -221,6 +223,12 @@ class Uploader:
         return CiphertextUploadResult(upload.trailer.verify_cap, upload.trailer.ueb, sharemap,
                                       happiness, pushed, already,
                                       {"total": time.monotonic() - started})
+
+    def key_hasher(self, size: int) -> ConvergentKeyHasher:
+        """A hasher of the convergent key of a file of ``size`` bytes at this uploader's
+        parameters, for a caller that hashes the plaintext as it arrives; its
+        :meth:`~.ConvergentKeyHasher.known` goes in the source's ``known_key``."""
+        return ConvergentKeyHasher(self._convergence, self._params.geometry(size))
 
     async def _convergent_key(self, source: Uploadable, geometry: SegmentGeometry,
                               progress: UploadProgress) -> bytes:

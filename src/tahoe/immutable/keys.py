@@ -1,12 +1,15 @@
 """Convergent encryption key and storage index of a CHK file (``reference/immutable.md`` §3.2-3.3)."""
 from __future__ import annotations
 
+from attrs import frozen
+
 from ..util.hashutil import (CONVERGENT_KEY_TAG, KEY_SIZE, TaggedHasher,
                              storage_index_from_key)
 from ..util.netstring import netstring
 from .params import SegmentGeometry
 
-__all__ = ["convergence_tag", "ConvergentKeyHasher", "convergent_key", "storage_index_from_key"]
+__all__ = ["convergence_tag", "ConvergentKeyHasher", "KnownKey", "convergent_key",
+           "storage_index_from_key"]
 
 
 def convergence_tag(convergence_secret: bytes, needed: int, total: int, segment_size: int) -> bytes:
@@ -18,6 +21,23 @@ def convergence_tag(convergence_secret: bytes, needed: int, total: int, segment_
     return CONVERGENT_KEY_TAG + netstring(convergence_secret) + netstring(params)
 
 
+@frozen
+class KnownKey:
+    """A convergent key hashed before its upload (while the plaintext arrived), with the
+    parameters it was hashed for: it is the file's key only for a geometry of the same
+    k, N and actual segment size (:meth:`fits`)."""
+
+    needed: int
+    total: int
+    segment_size: int
+    key: bytes
+
+    def fits(self, geometry: SegmentGeometry) -> bool:
+        """Whether this is the key of a file of ``geometry`` (the same plaintext)."""
+        return (self.needed, self.total, self.segment_size) == (
+            geometry.needed, geometry.total, geometry.segment_size)
+
+
 class ConvergentKeyHasher:
     """Hash a plaintext in pieces to get its 16-byte convergent AES key.
 
@@ -26,8 +46,8 @@ class ConvergentKeyHasher:
     """
 
     def __init__(self, convergence_secret: bytes, geometry: SegmentGeometry) -> None:
-        tag = convergence_tag(convergence_secret, geometry.needed, geometry.total,
-                              geometry.segment_size)
+        self._params = (geometry.needed, geometry.total, geometry.segment_size)
+        tag = convergence_tag(convergence_secret, *self._params)
         self._hasher = TaggedHasher(tag, KEY_SIZE)
 
     def update(self, data: bytes | memoryview) -> None:
@@ -37,6 +57,10 @@ class ConvergentKeyHasher:
     def key(self) -> bytes:
         """The key for the plaintext fed so far."""
         return self._hasher.digest()
+
+    def known(self) -> KnownKey:
+        """The key for the plaintext fed so far, with the parameters it holds for."""
+        return KnownKey(*self._params, self.key())
 
 
 def convergent_key(convergence_secret: bytes, geometry: SegmentGeometry, plaintext: bytes) -> bytes:

@@ -4,7 +4,8 @@ at Complete.
 CreateMultipartUpload stages a record; UploadPart and UploadPartCopy store
 durable part files; Complete checks the list (ascending numbers, ETags and
 checksums that match, every part but the last at least 5 MiB), uploads the
-concatenation through :class:`~.staging.PartsUploadable` (no copy), links the
+concatenation through :class:`~.staging.PartsUploadable` (no copy; its convergent
+key hashed while the parts came, :mod:`.key_ahead`), links the
 file with S3's multipart ETag (the MD5 of the parts' binary MD5s, then ``-N``)
 and composite checksum, and removes the staging directory. Uploads left
 unfinished are removed after ``[s3]multipart.max_age``
@@ -21,7 +22,7 @@ import hashlib
 import tempfile
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, BinaryIO
 
 from twisted.internet import threads
 from twisted.internet.defer import Deferred
@@ -30,6 +31,7 @@ from twisted.python.failure import Failure
 from . import xmlio
 from .checksums import composite_checksum, multipart_etag
 from .errors import S3Error
+from .key_ahead import LARGE_FILE, KeyAhead
 from .keys import split_key
 from .objects import quoted_etag
 from .operations import (byte_range, check_length, check_preconditions, parse_copy_source,
@@ -92,10 +94,33 @@ async def upload_part(context: Context) -> Answer:
     try:
         info = {"size": size, "md5": digests.md5_hex(), "last-modified": time.time(),
                 "checksums": digests.checksums()}
-        await threads.deferToThread(staging.store_part, upload_id, number, spool, size, info)
+        await _store_part(context, upload_id, number, spool, info)
     finally:
         spool.close()
     return stored_answer(info["md5"], info["checksums"])
+
+
+async def _store_part(context: Context, upload_id: str, number: int, spool: BinaryIO,
+                      info: dict[str, Any]) -> None:
+    """Store a part durably (in a thread), then hash it for the key if its turn came
+    (:class:`~.key_ahead.KeyAhead`; not when uploads go through a helper)."""
+    staging = _staging(context)
+    ahead = staging.ahead.get(upload_id)
+    if ahead is None and context.services.helper_furl is None:
+        hasher = context.services.uploader.key_hasher(LARGE_FILE)
+        ahead = staging.ahead[upload_id] = KeyAhead(
+            hasher, lambda n: staging.part_path(upload_id, n))
+    if ahead is not None:
+        ahead.storing(number)
+    try:
+        await threads.deferToThread(staging.store_part, upload_id, number, spool,
+                                    info["size"], info)
+    except BaseException:
+        if ahead is not None:
+            ahead.not_stored(number)
+        raise
+    if ahead is not None:
+        ahead.stored(number, info["size"], info["md5"])
 
 
 async def _upload_part_copy(context: Context, upload_id: str, number: int) -> Answer:
@@ -125,8 +150,7 @@ async def _upload_part_copy(context: Context, upload_id: str, number: int) -> An
         now = time.time()
         record = {"size": length, "md5": md5.hexdigest(), "last-modified": now,
                   "checksums": {}}
-        await threads.deferToThread(_staging(context).store_part, upload_id, number, spool,
-                                    length, record)
+        await _store_part(context, upload_id, number, spool, record)
     return Answer(body=xmlio.copy_part_result(quoted_etag(record["md5"]), now),
                   headers={"Content-Type": "application/xml"})
 
@@ -170,7 +194,7 @@ async def complete_upload(context: Context) -> Answer:
 
 def _plan(staging: Staging, upload_id: str, record: dict[str, Any],
           requested: list[tuple[int, str, dict[str, str]]]
-          ) -> tuple[list[str], list[int], list[str], dict[str, str]]:
+          ) -> tuple[list[int], list[str], list[int], list[str], dict[str, str]]:
     """Check a Complete's list of parts against the parts stored: their files, sizes, MD5s
     and the object's checksums (composite, when the upload asked for an algorithm).
 
@@ -201,17 +225,19 @@ def _plan(staging: Staging, upload_id: str, record: dict[str, Any],
     checksums = {}
     if algorithm and None not in part_checksums:
         checksums[algorithm] = composite_checksum(algorithm, part_checksums)
-    return paths, sizes, md5s, checksums
+    return numbers, paths, sizes, md5s, checksums
 
 
 async def _complete(context: Context, upload_id: str, record: dict[str, Any],
-                    paths: list[str], sizes: list[int], md5s: list[str],
+                    numbers: list[int], paths: list[str], sizes: list[int], md5s: list[str],
                     checksums: dict[str, str]) -> bytes:
     """Upload the parts as one file, link it, drop the staging; the result document."""
     etag = multipart_etag(md5s)
     store = context.store
     dirs, leaf, _ = split_key(context.key)
-    source = PartsUploadable(paths, sizes)
+    ahead = _staging(context).ahead.get(upload_id)
+    known = None if ahead is None else await ahead.key_for(numbers, sizes, md5s)
+    source = PartsUploadable(paths, sizes, known)
     try:
         parent, result = await gather(
             store.directory_for(context.bucket, dirs, context.key),

@@ -24,11 +24,15 @@ import os
 import re
 import secrets
 import shutil
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from twisted.internet.defer import Deferred
 
 from .errors import S3Error
+from .key_ahead import KeyAhead
+
+if TYPE_CHECKING:
+    from ..immutable.keys import KnownKey
 
 __all__ = ["Staging", "PartsUploadable", "COMPLETED_KEPT_SECONDS"]
 
@@ -66,6 +70,8 @@ class Staging:
         #: completed in the last :data:`COMPLETED_KEPT_SECONDS`: a client that retries a
         #: Complete whose answer it lost gets it again.
         self.completed: dict[str, tuple[float, tuple[str, str, str], bytes]] = {}
+        #: Upload id -> its parts' convergent key hashed as they come (in memory only).
+        self.ahead: dict[str, KeyAhead] = {}
 
     def remember(self, upload_id: str, owner: tuple[str, str, str], document: bytes,
                  now: float) -> None:
@@ -154,6 +160,7 @@ class Staging:
 
     def remove(self, upload_id: str) -> None:
         """Remove an upload's staging directory."""
+        self.ahead.pop(upload_id, None)
         shutil.rmtree(self._dir(upload_id), ignore_errors=True)
 
     def uploads(self) -> list[tuple[str, dict[str, Any]]]:
@@ -192,6 +199,7 @@ class Staging:
                 except OSError:
                     continue
             if initiated < cutoff:
+                self.ahead.pop(name, None)
                 shutil.rmtree(path, ignore_errors=True)
                 removed += 1
         return removed
@@ -200,7 +208,9 @@ class Staging:
 class PartsUploadable:
     """The concatenation of part files, read at any offset (an ``Uploadable``)."""
 
-    def __init__(self, paths: list[str], sizes: list[int]) -> None:
+    def __init__(self, paths: list[str], sizes: list[int],
+                 known_key: KnownKey | None = None) -> None:
+        self.known_key = known_key
         self._fds = [os.open(path, os.O_RDONLY) for path in paths]
         self._starts = []
         offset = 0
