@@ -643,6 +643,22 @@ def test_aws_chunked_bodies(s3_node: S3Node, s3: Any) -> None:
     assert keys == ["signed", "trailer"]
 
 
+def test_put_object_is_the_web_apis_file(s3_node: S3Node, s3: Any) -> None:
+    """Convergence across the gateway's two ways in: a plain body, an aws-chunked one
+    (over the 1 MiB checked in a worker thread) and a small one each become the very file
+    (the same cap) that the web API's upload of those bytes gives."""
+    s3.create_bucket(Bucket="same-cap")
+    web = WebAPI(s3_node.gateway.url)
+    plain, chunked, small = os.urandom(3_000_000), os.urandom(1_500_000), os.urandom(5000)
+    s3.put_object(Bucket="same-cap", Key="plain", Body=plain)
+    s3.put_object(Bucket="same-cap", Key="small", Body=small)
+    pieces = [chunked[i:i + 65536] for i in range(0, len(chunked), 65536)]
+    assert _streaming_put(s3_node, "/same-cap/chunked", pieces)[0] == 200
+    listed = _children(s3_node, "same-cap")
+    for key, data in (("plain", plain), ("chunked", chunked), ("small", small)):
+        assert listed[key][1]["ro_uri"] == web.ok("PUT", "/uri", data).text, key
+
+
 def test_refused_before_the_body(s3_node: S3Node, s3: Any) -> None:
     """A PUT whose signature fails and that waits for ``100 Continue`` is answered at once
     (403, S3's XML) without its body ever being sent; the gateway keeps nothing."""
