@@ -67,6 +67,23 @@ async def start_pair(storage_dir: Path, clock: Any = None, **server_options: Any
     return StoragePair(server, rref, storage_dir, client_tub, server_tub, furl)
 
 
+async def connected_broker(pairs: list[StoragePair]) -> tuple[Tub, Any]:
+    """A client's broker (on a new Tub, over Foolscap) connected to the servers of
+    ``pairs``, as ``v0-server0``, ``v0-server1``... (nicknames ``storage0``...); stop the
+    Tub to close it."""
+    from twisted.internet import reactor
+
+    from tahoe.client.broker import StorageBroker
+    tub = new_tub()
+    broker = StorageBroker(tub, reactor, prefer_https=False)
+    for i, pair in enumerate(pairs):
+        broker.add_server(f"v0-server{i}".encode(), {"anonymous-storage-FURL": pair.furl,
+                                                     "nickname": f"storage{i}"},
+                          tubid_bytes(pair.server_tub), bytes([i]) * 32, static=True)
+    await broker.when_connected(len(pairs))
+    return tub, broker
+
+
 async def stop_pair(pair: StoragePair) -> None:
     """Stop both Tubs."""
     await pair.client_tub.stopService()

@@ -37,10 +37,10 @@ from tahoe.client.mutable import MutableClient, MutableFileNode
 from tahoe.crypto.lease_secrets import ClientLeaseSecrets
 from tahoe.mutable.errors import UnrecoverableFile
 from tahoe.mutable.servermap import ServerMap
-from tahoe.node.tub import tubid_bytes
 from tahoe.storage.paths import storage_index_to_b32
 from tests.integration.conftest import DEFAULT_SHARES
-from tests.integration.storage_fixtures import StoragePair, new_tub, start_pair, stop_pair
+from tests.integration.storage_fixtures import (StoragePair, connected_broker, start_pair,
+                                                stop_pair)
 from tests.support.dirapi import Response, WebAPI
 from tests.support.nodes import TahoeTool, our_tahoe
 from tests.support.processes import ProcessSet
@@ -230,14 +230,8 @@ async def small_grid(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[
     """Five in-process storage servers and a broker connected to all of them."""
     workdir = tmp_path_factory.mktemp("small-grid")
     pairs = [await start_pair(workdir / f"storage{i}") for i in range(5)]
-    tub = new_tub()
-    broker = StorageBroker(tub, reactor, prefer_https=False)  # type: ignore[arg-type]
+    tub, broker = await connected_broker(pairs)
     try:
-        for i, pair in enumerate(pairs):
-            broker.add_server(f"v0-server{i}".encode(), {"anonymous-storage-FURL": pair.furl,
-                                                         "nickname": f"storage{i}"},
-                              tubid_bytes(pair.server_tub), bytes([i]) * 32, static=True)
-        await broker.when_connected(5)
         writer, reader, narrow = [
             MutableClient(kind, ClientLeaseSecrets.from_lease_secret(secret), 3, 5, reactor)
             for kind, secret in ((broker, b"w" * 32), (broker, b"r" * 32),

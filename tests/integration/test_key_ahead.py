@@ -16,16 +16,14 @@ import pytest
 import pytest_twisted
 from twisted.internet import reactor
 
-from tahoe.client.broker import StorageBroker
 from tahoe.client.uploadable import BytesUploadable
 from tahoe.client.uploader import Uploader
 from tahoe.crypto.lease_secrets import ClientLeaseSecrets
 from tahoe.immutable.keys import KnownKey, convergent_key
 from tahoe.immutable.params import EncodingParameters
-from tahoe.node.tub import tubid_bytes
 from tahoe.s3.key_ahead import LARGE_FILE, KeyAhead
 from tahoe.s3.staging import PartsUploadable, Staging
-from tests.integration.storage_fixtures import new_tub, start_pair, stop_pair
+from tests.integration.storage_fixtures import connected_broker, start_pair, stop_pair
 
 PARAMS = EncodingParameters(needed=1, happy=1, total=1, max_segment_size=4096)
 CONVERGENCE = b"c" * 32
@@ -35,12 +33,8 @@ CONVERGENCE = b"c" * 32
 async def uploader(tmp_path: Path) -> AsyncIterator[Uploader]:
     """An uploader whose broker is connected to one fresh storage server."""
     pair = await start_pair(tmp_path / "storage")
-    tub = new_tub()
-    broker = StorageBroker(tub, reactor, prefer_https=False)  # type: ignore[arg-type]
+    tub, broker = await connected_broker([pair])
     try:
-        broker.add_server(b"v0-server", {"anonymous-storage-FURL": pair.furl},
-                          tubid_bytes(pair.server_tub), b"p" * 32, static=True)
-        await broker.when_connected(1)
         yield Uploader(broker, ClientLeaseSecrets.from_lease_secret(b"s" * 32), CONVERGENCE,
                        PARAMS, reactor)
     finally:

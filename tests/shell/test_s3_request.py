@@ -41,14 +41,16 @@ def test_small_bodies_are_spooled_as_usual() -> None:
 
 
 def test_grid_errors_are_retryable_others_internal() -> None:
-    """Too few servers is ServiceUnavailable (503: clients retry); anything else that is
-    not an S3 error is InternalError (500), its message not passed on."""
+    """Too few servers is ServiceUnavailable (503: clients retry), an upload's saying why
+    its shares were not placed; anything else that is not an S3 error is InternalError
+    (500), its message not passed on."""
     from tahoe.client.errors import NotEnoughSharesError, UploadUnhappinessError
     from tahoe.s3.server import grid_error
-    unhappy = UploadUnhappinessError("placed 2 shares", 2, 2, 7)
+    unhappy = UploadUnhappinessError("placed 2 shares: 8 with no room", 2, 2, 7)
     for error in (unhappy, NotEnoughSharesError("only 2 of 3 shares", 2, 3)):
         refusal = grid_error(error, "REQ")
         assert (refusal.code, refusal.status) == ("ServiceUnavailable", 503)
+    assert "(placed 2 shares: 8 with no room)" in grid_error(unhappy, "REQ").message
     try:
         raise ValueError("URI:DIR2:secret:cap")
     except ValueError as error:

@@ -180,14 +180,42 @@ class SharePush:
         return self.broker.upload_candidates(
             self.si, lambda s: (s.maximum_immutable_share_size or 0) >= size)
 
+    def _unusable(self) -> str:
+        """Why the servers known but not candidates cannot be given a share (for the
+        error): not connected, no room for a share of this file, not certified."""
+        size = self.encoder.share_length
+        disconnected = full = uncertified = 0
+        for server in self.broker.servers.values():
+            if not server.is_connected:
+                disconnected += 1
+            elif (server.maximum_immutable_share_size or 0) < size:
+                full += 1
+            elif not self.broker.may_store(server):
+                uncertified += 1
+        found = [f"{n} {reason}" for n, reason in (
+            (disconnected, "not connected"),
+            (full, f"with no room for a share of {size:,} bytes (full or read-only)"),
+            (uncertified, "without a valid Grid Manager certificate")) if n]
+        return f": {', '.join(found)}" if found else ""
+
+    def _refusals(self) -> str:
+        """How many servers took none of the shares they were asked for (for the error)."""
+        refusing = [name for name, shnums in self.refused.items()
+                    if shnums - self.pushes[name].already - self.pushes[name].closed]
+        if not refusing:
+            return ""
+        n = len(refusing)
+        return (f"; {n} server{'' if n == 1 else 's'} refused shares (no room left, read-only,"
+                " or busy with another upload of the same file)")
+
     async def run(self) -> tuple[CHKReadCap | None, dict[int, frozenset[str]], int]:
         params = self.params
         candidates = self._candidates()
         if len(candidates) < params.happy:
             raise UploadUnhappinessError(
                 f"shares could only be placed on {len(candidates)} servers (of "
-                f"{len(self.broker.servers)} known), but happiness requires {params.happy}",
-                len(candidates), len(candidates), params.happy)
+                f"{len(self.broker.servers)} known), but happiness requires {params.happy}"
+                + self._unusable(), len(candidates), len(candidates), params.happy)
         placement = place_shares([s.server_id.decode("ascii") for s in candidates],
                                  params.total, params.happy)
         by_id = {s.server_id.decode("ascii"): s for s in candidates}
@@ -461,7 +489,7 @@ class SharePush:
             placed, _, happy = self._counts()
             raise UploadUnhappinessError(
                 f"shares were placed on {placed} servers with happiness {happiness}, but "
-                f"happiness {happy} is required"
+                f"happiness {happy} is required" + self._refusals()
                 + "".join(f"; {p.name[:11]}: {p.failed}" for p in self.pushes.values()
                           if p.failed), placed, happiness, happy)
 

@@ -197,13 +197,17 @@ Operation = Callable[[Context], Coroutine[Any, Any, Answer]]
 
 def grid_error(error: Exception, request_id: str) -> S3Error:
     """The S3 error for an exception that is not one: ``ServiceUnavailable`` (503, which
-    clients retry) when too few storage servers answered, ``InternalError`` (500) for
-    anything else, logged here with its traceback, caps censored."""
+    clients retry) when too few storage servers answered or took an upload's shares
+    (saying why: servers full, not connected...), ``InternalError`` (500) for anything
+    else, logged here with its traceback, caps censored."""
     from ..client.errors import NotEnoughSharesError, UploadUnhappinessError
     from ..mutable.errors import UnrecoverableFile
     log.msg(f"S3 request {request_id} failed: {censor(type(error).__name__)}:"
             f" {censor(str(error))[:300]}")
-    if isinstance(error, (UploadUnhappinessError, NotEnoughSharesError, UnrecoverableFile)):
+    if isinstance(error, UploadUnhappinessError):
+        return S3Error("ServiceUnavailable", "Too few storage servers of the grid took the"
+                       f" object's shares ({censor(str(error))[:400]}); try again later.")
+    if isinstance(error, (NotEnoughSharesError, UnrecoverableFile)):
         return S3Error("ServiceUnavailable", "Too few storage servers of the grid answered;"
                        " try again later.")
     from twisted.python.failure import Failure
