@@ -87,3 +87,25 @@ def test_cleanup_timer(tmp_path: Path) -> None:
     assert staging.uploads() == []
     stopped = Deferred.fromCoroutine(gateway.stop())
     assert stopped.called and not clock.getDelayedCalls()
+
+
+def test_what_cannot_be_kept_on_disk_is_service_unavailable(tmp_path: Path) -> None:
+    """An upload or part the disk cannot take (here its directory made a file) is S3's
+    ServiceUnavailable, naming the cause; nothing half-written stays, and a part whose
+    record could not be written is no part at all."""
+    (tmp_path / "blocked").write_text("a file where the staging directory would be")
+    with pytest.raises(S3Error, match="ServiceUnavailable") as error:
+        Staging(str(tmp_path / "blocked")).create({"account": "AK"})
+    assert "(File exists)" in error.value.message
+
+    staging = Staging(str(tmp_path / "s3-multipart"))
+    upload = staging.create({"account": "AK", "bucket": "b", "key": "k", "initiated": 1.0})
+    staging.store_part(upload, 1, io.BytesIO(b"first"), 5, {"size": 5, "md5": "a"})
+    part = Path(staging.part_path(upload, 1))
+    os.mkdir(str(part) + ".json.tmp")  # the record's temporary name taken: it cannot be written
+    with pytest.raises(S3Error, match="ServiceUnavailable") as error:
+        staging.store_part(upload, 1, io.BytesIO(b"again"), 5, {"size": 5, "md5": "b"})
+    assert "part 1" in error.value.message
+    assert staging.parts(upload) == {}  # neither the old record nor the new bytes
+    assert sorted(p.name for p in part.parent.iterdir()) == ["part-00001.json.tmp",
+                                                             "upload.json"]

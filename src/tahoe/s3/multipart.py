@@ -30,7 +30,7 @@ from twisted.python.failure import Failure
 
 from . import xmlio
 from .checksums import composite_checksum, multipart_etag
-from .errors import S3Error
+from .errors import S3Error, disk_refused
 from .key_ahead import LARGE_FILE, KeyAhead
 from .keys import split_key
 from .objects import quoted_etag
@@ -143,7 +143,10 @@ async def _upload_part_copy(context: Context, upload_id: str, number: int) -> An
     with tempfile.TemporaryFile() as spool:
         async for chunk in store.read(info, offset, length):
             md5.update(chunk)
-            spool.write(chunk)
+            try:
+                spool.write(chunk)
+            except OSError as error:
+                raise disk_refused(error, "the part's copy") from None
         written = spool.tell()
         if written != length:
             raise S3Error("InternalError", "The source object could not be read whole.")

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from twisted.internet import threads
 
 from .channel import MAX_OBJECT_SIZE
-from .errors import S3Error
+from .errors import S3Error, disk_refused
 
 if TYPE_CHECKING:
     from .server import Context
@@ -106,9 +106,11 @@ class Payload:
             return {} if decoder is None else decoder.finish()  # type: ignore[no-any-return]
         try:
             trailers = await self._run(copy, size)
-        except BaseException:
+        except BaseException as error:
             if out is not self._content:
                 out.close()
+            if isinstance(error, OSError):
+                raise disk_refused(error, "the request body") from None
             raise
         out.flush()
         decoded = size if decoder is None else out.tell()

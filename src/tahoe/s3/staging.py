@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from twisted.internet.defer import Deferred
 
-from .errors import S3Error
+from .errors import S3Error, disk_refused
 from .key_ahead import KeyAhead
 
 if TYPE_CHECKING:
@@ -87,13 +87,20 @@ class Staging:
         return os.path.join(self.root, upload_id)
 
     def create(self, record: dict[str, Any]) -> str:
-        """Stage a new upload; its id."""
-        os.makedirs(self.root, mode=0o700, exist_ok=True)
+        """Stage a new upload; its id.
+
+        :raises S3Error: ``ServiceUnavailable`` when it cannot be kept on disk.
+        """
         upload_id = secrets.token_urlsafe(36)
         path = os.path.join(self.root, upload_id)
-        os.mkdir(path, 0o700)
-        _write_durably(os.path.join(path, "upload.json"), json.dumps(record).encode())
-        _sync_directory(self.root)
+        try:
+            os.makedirs(self.root, mode=0o700, exist_ok=True)
+            os.mkdir(path, 0o700)
+            _write_durably(os.path.join(path, "upload.json"), json.dumps(record).encode())
+            _sync_directory(self.root)
+        except OSError as error:
+            shutil.rmtree(path, ignore_errors=True)
+            raise disk_refused(error, "the new multipart upload") from None
         return upload_id
 
     def load(self, upload_id: str, access_key: str, bucket: str | None = None,
@@ -120,8 +127,20 @@ class Staging:
     def store_part(self, upload_id: str, number: int, source: BinaryIO, size: int,
                    info: dict[str, Any]) -> None:
         """Copy ``size`` bytes of ``source`` (from its start) into part ``number`` and
-        record ``info``, durably (blocking: run it in a thread for large parts)."""
+        record ``info``, durably (blocking: run it in a thread for large parts).
+
+        :raises S3Error: ``ServiceUnavailable`` when the part cannot be kept on disk (the
+            part stored before under that number, if any, is then left as it was, or
+            gone if only its record could not be written).
+        """
         path = self.part_path(upload_id, number)
+        try:
+            self._store_part(path, source, size, info)
+        except OSError as error:
+            raise disk_refused(error, f"part {number}") from None
+
+    @staticmethod
+    def _store_part(path: str, source: BinaryIO, size: int, info: dict[str, Any]) -> None:
         temporary = f"{path}.tmp-{secrets.token_hex(4)}"
         try:
             with open(temporary, "wb") as out:
@@ -140,7 +159,16 @@ class Staging:
             if os.path.exists(temporary):
                 os.unlink(temporary)
             raise
-        _write_durably(path + ".json", json.dumps(info).encode())
+        try:
+            _write_durably(path + ".json", json.dumps(info).encode())
+        except OSError:
+            # new bytes, and the old record or none: no part under this number
+            for leftover in (path, path + ".json", path + ".json.tmp"):
+                try:
+                    os.unlink(leftover)
+                except OSError:
+                    pass
+            raise
         _sync_directory(os.path.dirname(path))
 
     def parts(self, upload_id: str) -> dict[int, dict[str, Any]]:
