@@ -19,8 +19,9 @@ import pytest
 from tests.integration.conftest import DEFAULT_SHARES
 from tests.support.dirapi import WebAPI
 from tests.support.proxied_grid import ProxiedGrid
-from tests.support.sftp import (CLIENT_TIMEOUT, FX_OK, RawSFTP, SFTPNode, sftp, ssh_options,
-                                started_sftp_node)
+from tests.support.sftp import (CLIENT_TIMEOUT, FX_FAILURE, FX_OK, RawSFTP, SFTPNode, sftp,
+                                ssh_options, started_sftp_node)
+from tests.support.sysfaults import require_root, tmpfs
 
 
 @pytest.fixture(scope="module")
@@ -243,3 +244,31 @@ def test_sftp_read_write_and_past_the_end(sftp_node: SFTPNode) -> None:
         assert client.close(handle) == FX_OK
     expected = data[:10] + b"abc" + data[13:] + bytes(10) + b"tail"
     assert api.read(sftp_node.root, "rw.bin") == expected
+
+
+def test_a_file_the_tempdir_cannot_hold_fails_cleanly(sftp_node: SFTPNode) -> None:
+    """The node's temporary directory on a 1 MiB tmpfs: a 3 MB put (spooled there past
+    the 1 MiB kept in memory) fails, and nothing of it is stored (before, the first MiB
+    was stored under its name at the close that follows the failed write); the session
+    goes on and a small put works. OpenSSH's ``sftp`` shows only the status ("Failure");
+    the server's message names the cause (seen here through a raw client)."""
+    require_root()
+    local = sftp_node.workdir / "too-big.bin"
+    local.write_bytes(os.urandom(3_000_000))
+    (sftp_node.workdir / "small.bin").write_bytes(b"fits in memory\n")
+    with tmpfs(sftp_node.workdir / "sftp-client" / "tmp", 1024 * 1024):
+        result = sftp(sftp_node, "alice", "-put too-big.bin\nput small.bin\nls -l\n")
+        assert 'write remote "/too-big.bin": Failure' in result.stderr, result.stderr
+        with RawSFTP(sftp_node) as client:
+            handle = client.open_for_writing(b"raw.bin")
+            codes = [client.write(handle, offset, os.urandom(256 * 1024))
+                     for offset in range(0, 2 * 1024 * 1024, 256 * 1024)]
+            assert codes[:4] == [FX_OK] * 4 and FX_FAILURE in codes[4:], codes
+            assert client.close(handle) == FX_FAILURE
+            assert "not stored" in client.message and "No space left" in client.message
+    api = WebAPI(sftp_node.gateway.url)
+    children = api.children(sftp_node.root)
+    assert "small.bin" in children
+    assert "too-big.bin" not in children and "raw.bin" not in children
+    assert api.read(sftp_node.root, "small.bin") == b"fits in memory\n"
+    assert sftp(sftp_node, "alice", "rm small.bin\n").returncode == 0

@@ -26,12 +26,12 @@ from tests.support.ports import free_port
 from tests.support.processes import ProcessSet
 from tests.support.proxied_grid import ProxiedGrid, create_static_client, start_static_client
 
-__all__ = ["CLIENT_TIMEOUT", "FX_BAD_MESSAGE", "FX_OK", "RawSFTP", "SFTPNode", "sftp",
-           "ssh_options", "started_sftp_node"]
+__all__ = ["CLIENT_TIMEOUT", "FX_BAD_MESSAGE", "FX_FAILURE", "FX_OK", "RawSFTP", "SFTPNode",
+           "sftp", "ssh_options", "started_sftp_node"]
 
 CLIENT_TIMEOUT = 120
 #: SFTP version 3 status codes (draft-ietf-secsh-filexfer-02 §7).
-FX_OK, FX_BAD_MESSAGE = 0, 5
+FX_OK, FX_FAILURE, FX_BAD_MESSAGE = 0, 4, 5
 #: Packet types (§3) this client sends or reads.
 _INIT, _VERSION, _OPEN, _CLOSE, _WRITE, _MKDIR = 1, 2, 3, 4, 6, 14
 _STATUS, _HANDLE = 101, 102
@@ -196,11 +196,13 @@ class RawSFTP:
             answers[answered] = (kind, body[4:])
         return answers
 
-    @staticmethod
-    def _code(answer: tuple[int, bytes]) -> int:
+    def _code(self, answer: tuple[int, bytes]) -> int:
+        """A status answer's code (its message kept in :attr:`message`)."""
         kind, body = answer
         assert kind == _STATUS, kind
         (code,) = struct.unpack("!L", body[:4])
+        (length,) = struct.unpack("!L", body[4:8]) if len(body) >= 8 else (0,)
+        self.message = body[8:8 + length].decode("utf-8", "replace")
         return int(code)
 
     def status(self, kind: int, fields: bytes) -> int:

@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, BinaryIO
 
 from twisted.conch.interfaces import ISFTPFile
+from twisted.conch.ssh.filetransfer import FX_FAILURE, SFTPError
 from twisted.internet.defer import Deferred, DeferredLock
 from zope.interface import implementer
 
@@ -145,6 +146,9 @@ class WriteHandle:
         self.closing = False
         #: The connection ended before the client closed the file: it is dropped.
         self.abandoned = False
+        #: Why a write into the spool failed (the disk full...): the spool no longer holds
+        #: what the client sent, so the file is not stored at its close.
+        self.failed: OSError | None = None
         self._when_closed: list[Deferred] = []
         spool.seek(0, 2)
         self.size = spool.tell() if old is None else old.size
@@ -159,17 +163,32 @@ class WriteHandle:
     def writeChunk(self, offset: int, data: bytes) -> Deferred:  # noqa: N802 (Conch)
         """Write ``data`` at ``offset`` (at the end in append mode)."""
         async def write() -> None:
+            self._check()
             start = self.size if self._append else offset
-            self._spool.seek(start)
-            self._spool.write(data)
+            try:
+                self._spool.seek(start)
+                self._spool.write(data)
+            except OSError as error:
+                self.failed = error
+                raise
             self.size = max(self.size, self._spool.tell())
             if data:
                 self.written = merge_range(self.written, start, start + len(data))
         return _in_order(self._lock, write)
 
+    def _check(self) -> None:
+        """Refuse to go on with a file whose spool failed.
+
+        :raises SFTPError: ``FX_FAILURE``, naming the first failure.
+        """
+        if self.failed is not None:
+            raise SFTPError(FX_FAILURE, "This file was not stored: the node could not keep"
+                            f" what was written ({self.failed.strerror or self.failed}).")
+
     def readChunk(self, offset: int, length: int) -> Deferred:  # noqa: N802 (Conch)
         """Read back what is written so far."""
         async def read() -> bytes:
+            self._check()
             if offset >= self.size:
                 raise EOFError()
             await self.whole()
@@ -181,17 +200,22 @@ class WriteHandle:
         """The spool with the whole contents: the old ones fetched first if they are not
         there yet, the ranges written laid over them."""
         if self._old is not None:
-            old, self._old = self._old, None
-            contents = await old.fetch()
+            contents = await self._old.fetch()
             merged = new_spool()
-            merged.write(contents[:self.size])
-            for start, end in self.written:
-                self._spool.seek(start)
-                merged.seek(start)
-                merged.write(self._spool.read(end - start))
-            merged.seek(0, 2)
-            if merged.tell() < self.size:
-                merged.write(bytes(self.size - merged.tell()))
+            try:
+                merged.write(contents[:self.size])
+                for start, end in self.written:
+                    self._spool.seek(start)
+                    merged.seek(start)
+                    merged.write(self._spool.read(end - start))
+                merged.seek(0, 2)
+                if merged.tell() < self.size:
+                    merged.write(bytes(self.size - merged.tell()))
+            except OSError as error:
+                merged.close()
+                self.failed = error
+                raise
+            self._old = None
             self._spool.close()
             self._spool = merged
         return self._spool
@@ -223,8 +247,13 @@ class WriteHandle:
                 return
             self._closed = True
             try:
-                self._spool.flush()
                 if not self.abandoned:
+                    self._check()
+                    try:
+                        self._spool.flush()
+                    except OSError as error:
+                        self.failed = error
+                        self._check()
                     await self._commit(self._spool, self.size)
             finally:
                 self._done = True
