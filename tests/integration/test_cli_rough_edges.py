@@ -17,6 +17,7 @@ from tests.support.dirapi import WebAPI
 from tests.support.nodes import our_tahoe
 from tests.support.ports import free_port
 from tests.support.proxied_grid import ProxiedGrid
+from tests.support.sysfaults import require_root, tmpfs
 
 
 def _env() -> dict[str, str]:
@@ -120,3 +121,26 @@ def test_put_progress_bar_on_a_terminal(cli_dir: Path, tmp_path: Path) -> None:
     text = shown.decode("utf-8", "replace")
     assert "put 100% |" in text and "upload 100% |" in text, text
     assert text.index("put 100% |") < text.index("upload")
+
+
+def test_a_full_disk_leaves_local_files_as_they_were(cli_dir: Path, tmp_path: Path) -> None:
+    """``tahoe get`` and ``tahoe cp`` (one file, and ``-r``) of 2 MB into a 1 MiB tmpfs:
+    each fails naming the cause, the files they would have replaced keep their contents,
+    and no file, whole or partial, is left behind by them."""
+    require_root()
+    source = tmp_path / "big.bin"
+    source.write_bytes(os.urandom(2_000_000))
+    assert tahoe(cli_dir, "put", str(source), "work:big.bin").returncode == 0
+    with tmpfs(tmp_path / "full", 1024 * 1024) as full:
+        (full / "kept.bin").write_bytes(b"old contents")
+        (full / "tree").mkdir()
+        (full / "tree" / "big.bin").write_bytes(b"old tree file")
+        for command in (["get", "work:big.bin", str(full / "kept.bin")],
+                        ["cp", "work:big.bin", str(full / "kept.bin")],
+                        ["cp", "-r", "work:", str(full / "tree")]):
+            result = tahoe(cli_dir, *command)
+            assert result.returncode == 1, command
+            assert b"No space left on device" in result.stderr, (command, result.stderr)
+            assert (full / "kept.bin").read_bytes() == b"old contents"
+            assert (full / "tree" / "big.bin").read_bytes() == b"old tree file"
+            assert not [p for p in full.rglob("*") if p.name.endswith(".tahoe-tmp")]

@@ -563,6 +563,35 @@ def test_get_truncated_body_is_an_error(tmp_path: Path, fake: FakeGateway) -> No
     assert not (tmp_path / "out").exists()
 
 
+def test_a_failed_get_leaves_an_existing_file_as_it_was(tmp_path: Path,
+                                                        fake: FakeGateway) -> None:
+    """A download cut short does not touch the file it would have replaced (before, the
+    file was truncated and half written); one that succeeds replaces it whole, keeping its
+    permission bits, through a symbolic link too; ``/dev/null`` is written as it is."""
+    kept = tmp_path / "kept.bin"
+    kept.write_bytes(b"precious old contents")
+    kept.chmod(0o640)
+    fake.responses.append((200, "OK", b"x" * 5000, "truncated"))
+    code, _, err = run_cli(get_command, ["-u", fake.url, CHK, str(kept)])
+    assert code == 1 and "in the middle" in err
+    assert kept.read_bytes() == b"precious old contents"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.bin"]  # no temporary left
+
+    link = tmp_path / "link.bin"
+    link.symlink_to(kept)
+    fake.responses.append((200, "OK", b"new", "length"))
+    code, _, err = run_cli(get_command, ["-u", fake.url, CHK, str(link)])
+    assert code == 0, err
+    assert link.is_symlink() and kept.read_bytes() == b"new"
+    assert kept.stat().st_mode & 0o777 == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.bin", "link.bin"]
+
+    fake.responses.append((200, "OK", b"gone", "length"))
+    code, _, err = run_cli(get_command, ["-u", fake.url, CHK, os.devnull])
+    assert code == 0, err
+    assert Path(os.devnull).is_char_device()
+
+
 def test_get_unreachable_gateway(tmp_path: Path) -> None:
     """No gateway listening: 'Error during GET: -1 Error trying to connect …', status 1;
     the message never shows the cap (a write cap is the authority to write)."""

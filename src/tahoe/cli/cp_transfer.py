@@ -31,7 +31,7 @@ from .cp_plan import DirPlan, children_json, directory_link, file_link, walk
 from .cp_sources import FileSource, Target
 from .errors import CLIError, HTTPStatusError, LocalFileError
 from .gateway import Gateway
-from .localio import Body, body_from_path, spool_stream
+from .localio import Body, body_from_path, replacing, spool_stream
 from .remote import ERROR_BODY_LIMIT, call_ok, get_json, object_path
 from .workers import TaskPool
 
@@ -84,16 +84,17 @@ def _source_body(gateway: Gateway, source: FileSource) -> Body:
 
 
 def _write_local(gateway: Gateway, source: FileSource, path: str, caps_only: bool) -> None:
-    """Write ``source``'s contents (or read cap, with ``caps_only``) to the local ``path``."""
+    """Write ``source``'s contents (or read cap, with ``caps_only``) to the local ``path``,
+    whole or not at all (:func:`~.localio.replacing`)."""
     try:
         if source.local_path is not None:
             if os.path.exists(path) and os.path.samefile(source.local_path, path):
                 raise CLIError(f"Error: {quote_output(path)} would be copied onto itself")
-            with open(source.local_path, "rb") as reader, open(path, "wb") as writer:
+            with open(source.local_path, "rb") as reader, replacing(path) as writer:
                 while piece := reader.read(1024 * 1024):
                     writer.write(piece)
         elif caps_only:
-            with open(path, "wb") as writer:
+            with replacing(path) as writer:
                 writer.write((source.readcap or "").encode("utf-8"))
         else:
             context = "Error during GET"
@@ -102,7 +103,7 @@ def _write_local(gateway: Gateway, source: FileSource, path: str, caps_only: boo
                 if response.status != 200:
                     raise HTTPStatusError(context, response.status, response.reason,
                                           response.read(ERROR_BODY_LIMIT))
-                with open(path, "wb") as writer:
+                with replacing(path) as writer:
                     for piece in response.chunks():
                         writer.write(piece)
     except OSError as e:

@@ -24,7 +24,7 @@ from .aliases import escape_path, quote_cap, resolve_path
 from .errors import CLIError, HTTPStatusError, LocalFileError, TransferError
 from .gateway import (ArgumentParser, Gateway, HelpShown, Response, add_gateway_options,
                       gateway_from_args, report)
-from .localio import binary_stdout, maybe_progress_bar
+from .localio import binary_stdout, maybe_progress_bar, replacing
 
 __all__ = ["run", "source_path"]
 
@@ -76,29 +76,12 @@ def _copy(response: Response, output: BinaryIO, stderr: TextIO, quiet: bool) -> 
 
 
 def _write_file(response: Response, local: str, stderr: TextIO, quiet: bool) -> None:
-    existed = os.path.lexists(local)
+    """Write the download into ``local``, whole or not at all (:func:`replacing`)."""
     try:
-        output = open(local, "wb")
-    except OSError as e:
-        raise LocalFileError(f"Error: cannot write {local}: {e.strerror or e}") from None
-    try:
-        with output:
+        with replacing(local) as output:
             _copy(response, output, stderr, quiet)
     except OSError as e:
-        if not existed:
-            _remove(local)
         raise LocalFileError(f"Error: cannot write {local}: {e.strerror or e}") from None
-    except BaseException:
-        if not existed:
-            _remove(local)
-        raise
-
-
-def _remove(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
 
 
 def _write_stdout(response: Response, stdout: TextIO, stderr: TextIO, quiet: bool) -> int:

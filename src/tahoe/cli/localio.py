@@ -1,5 +1,6 @@
 """Local bytes for the CLI's transfers: request bodies from files or spooled
-streams, binary standard output, and a progress bar only on a terminal.
+streams, local files replaced whole or not at all, binary standard output, and
+a progress bar only on a terminal.
 
 Standard library only (the progress bar module is imported only when shown).
 """
@@ -7,16 +8,17 @@ from __future__ import annotations
 
 import io
 import os
+import secrets
 import socket
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, BinaryIO, TextIO
 
 from .errors import LocalFileError
 
 __all__ = ["CHUNK_SIZE", "Body", "binary_stdout", "body_from_path", "maybe_progress_bar",
-           "maybe_watch_upload",
-           "spool_stream"]
+           "maybe_watch_upload", "replacing", "spool_stream"]
 
 #: Bytes of piped input kept in memory before spooling to a temporary file.
 SPOOL_MEMORY_LIMIT = 8 * 1024 * 1024
@@ -135,6 +137,45 @@ def spool_stream(stream: BinaryIO, memory_limit: int = SPOOL_MEMORY_LIMIT) -> Bo
         return Body(spool, length, 0, owned=True)  # type: ignore[arg-type]
     except OSError as e:
         raise LocalFileError(f"Error: cannot read the input: {e.strerror or e}") from None
+
+
+@contextmanager
+def replacing(path: str) -> Iterator[BinaryIO]:
+    """A file to write the new contents of the local ``path`` into, put in its place only
+    when the block ends without an error: a download that fails (the disk full, the
+    grid gone) leaves an existing file as it was and no new one.
+
+    The contents go to a temporary name beside the file (the target of a symbolic
+    link), made with the default permissions or, for a file that exists, given its
+    permission bits; the rename then replaces the file (its hard links keep the old
+    contents). What is not a regular file (``/dev/null``, a FIFO) is written directly.
+
+    :raises OSError: as ``open`` and ``write`` do.
+    """
+    target = os.path.realpath(path)
+    try:
+        info: os.stat_result | None = os.stat(target)
+    except FileNotFoundError:
+        info = None
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        with open(path, "wb") as direct:
+            yield direct
+        return
+    directory, name = os.path.split(target)
+    temporary = os.path.join(directory, f".{name}.{secrets.token_hex(4)}.tahoe-tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
+    try:
+        with os.fdopen(fd, "wb") as out:
+            yield out
+        if info is not None:
+            os.chmod(temporary, stat.S_IMODE(info.st_mode))
+        os.replace(temporary, target)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
 
 
 class _Silent:
