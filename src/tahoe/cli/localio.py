@@ -6,6 +6,7 @@ Standard library only (the progress bar module is imported only when shown).
 """
 from __future__ import annotations
 
+import errno
 import io
 import os
 import secrets
@@ -148,7 +149,8 @@ def replacing(path: str) -> Iterator[BinaryIO]:
     The contents go to a temporary name beside the file (the target of a symbolic
     link), made with the default permissions or, for a file that exists, given its
     permission bits; the rename then replaces the file (its hard links keep the old
-    contents). What is not a regular file (``/dev/null``, a FIFO) is written directly.
+    contents). A file this user may not write is refused, as ``open`` refuses it. What is
+    not a regular file (``/dev/null``, a FIFO) is written directly.
 
     :raises OSError: as ``open`` and ``write`` do.
     """
@@ -161,6 +163,8 @@ def replacing(path: str) -> Iterator[BinaryIO]:
         with open(path, "wb") as direct:
             yield direct
         return
+    if info is not None and not os.access(target, os.W_OK):  # as ``open`` would refuse it
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
     directory, name = os.path.split(target)
     temporary = os.path.join(directory, f".{name}.{secrets.token_hex(4)}.tahoe-tmp")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
