@@ -154,11 +154,16 @@ class IntroducerClient(Referenceable):  # type: ignore[misc]
     # -- the cache
 
     def _save_cache(self) -> None:
+        """Keep the announcements for the next start; a cache that cannot be written (the
+        disk full) is logged, and the announcement is used all the same."""
         if self._cache_file is None:
             return
         entries = [{"ann": ann.announcement, "key_s": ann.server_id} for ann in self._table]
-        write_atomically(self._cache_file, yaml.safe_dump(entries, default_flow_style=False),
-                         mode=0o600)
+        try:
+            write_atomically(self._cache_file,
+                             yaml.safe_dump(entries, default_flow_style=False), mode=0o600)
+        except OSError as error:
+            log.msg(f"could not save the announcement cache {self._cache_file}: {error}")
 
     def _load_cache(self) -> None:
         if self._cache_file is None or not self._cache_file.exists():
