@@ -186,6 +186,38 @@ def test_lease_checker_expires_leases_and_deletes_unleased_shares(root: Path, cl
     assert sum(count for _, _, count in history["0"]["lease-age-histogram"]) == 11
 
 
+def test_a_full_disk_does_not_stop_the_lease_checker(root: Path, clock: Clock,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """State and history files the disk refuses (ENOSPC): the cycle still expires the old
+    shares (what frees the disk) and finishes, and the crawler goes on; once the disk
+    takes writes again its state is saved. Before, the first refused save stopped the
+    walk for good."""
+    import errno
+
+    from tahoe.storage import crawler as crawler_module
+    server = make_server(root, clock)
+    old = [_immutable(server, n) for n in range(3)]
+    clock.advance(LEASE_DURATION + DAY)
+    checker = _checker(root, clock, server, ExpiryPolicy("age"), True, slow_start=5)
+    checker.save_interval = 0
+    real_write = crawler_module.write_atomically
+
+    def full(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(crawler_module, "write_atomically", full)
+    _run_cycle(checker, clock)
+    for si in old:
+        assert not (root / paths.as_text(paths.share_dir_parts(si))).exists()
+    assert checker.deleted_shares == 6
+    assert not (root / "lease_checker.state.json").exists()
+    monkeypatch.setattr(crawler_module, "write_atomically", real_write)
+    clock.advance(checker.minimum_cycle_time)
+    saved = json.loads((root / "lease_checker.state.json").read_text())
+    assert saved["last-cycle-finished"] == 1
+    checker.stop()
+
+
 @contextlib.contextmanager
 def _undeletable(path: Path) -> Iterator[None]:
     """The file cannot be deleted, not even by root, while this lasts (ext4's immutable

@@ -127,6 +127,7 @@ class ShareCrawler:
         self._stopping = False
         self._running: defer.Deferred | None = None
         self._saved_at = 0.0
+        self._write_failed = False
 
     # lifecycle
 
@@ -180,8 +181,21 @@ class ShareCrawler:
         460 ms, at 1 M shares). A crash may lose their last seconds; the walk then
         repeats those prefixes, as Tahoe's crawler (which never syncs its state) does."""
         self._saved_at = self.clock.seconds()
-        write_atomically(self.state_path, json.dumps(self.state, sort_keys=True),
-                         durable=durable)
+        self._write(self.state_path, json.dumps(self.state, sort_keys=True), durable)
+
+    def _write(self, path: Path, text: str, durable: bool = True) -> None:
+        """Write a state or history file; one the disk refuses (full, say) is logged and the
+        walk goes on (its state kept in memory, written at the next save): a crawler that
+        stopped there would no longer expire the leases that free the disk."""
+        try:
+            write_atomically(path, text, durable=durable)
+        except OSError as error:
+            if not self._write_failed:
+                self._log.warn("crawler {name}: cannot write {path} ({error}); going on",
+                               name=self.state_name, path=str(path), error=error)
+            self._write_failed = True
+        else:
+            self._write_failed = False
 
     def wake(self) -> None:
         """End a sleep between cycles soon (a stop still ends the walk). Never runs the
@@ -558,7 +572,7 @@ class LeaseCheckingCrawler(ShareCrawler):
         entry = crawl_state.history_entry(
             self.state["cycle-to-date"], self.state.get("current-cycle-start-time"),
             self.clock.seconds(), self.enabled, mode)
-        write_atomically(self.history_path, json.dumps(
+        self._write(self.history_path, json.dumps(
             crawl_state.history_with(self.history(), cycle, entry), sort_keys=True))
 
     def parallel_for(self, job: PrefixJob) -> int:
