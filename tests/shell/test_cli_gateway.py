@@ -450,6 +450,20 @@ def test_spool_large_pipe_goes_to_a_temporary_file() -> None:
         body.close()
 
 
+def test_spool_on_a_full_disk_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A temporary file that refuses the input (``/dev/full``: ENOSPC) is a LocalFileError
+    naming the directory and the cause, not "cannot read the input"."""
+    import tempfile
+
+    from tahoe.cli.errors import LocalFileError
+    monkeypatch.setattr(tempfile, "TemporaryFile", lambda: open("/dev/full", "w+b"))
+    with pytest.raises(LocalFileError) as error:
+        spool_stream(io.BytesIO(os.urandom(300_000)), memory_limit=100_000)
+    assert str(error.value) == (f"Error: cannot keep the input in a temporary file in"
+                                f" {tempfile.gettempdir()} (No space left on device);"
+                                f" nothing was uploaded")
+
+
 def test_spool_regular_file_is_sent_from_its_position(tmp_path: Path, fake: FakeGateway) -> None:
     """stdin redirected from a file is streamed from where it stands, without copying."""
     path = tmp_path / "f"

@@ -128,16 +128,28 @@ def spool_stream(stream: BinaryIO, memory_limit: int = SPOOL_MEMORY_LIMIT) -> Bo
                 return Body.from_bytes(bytes(buffer))
             buffer += chunk
         import tempfile  # only for large piped input
-        spool = tempfile.TemporaryFile()
-        spool.write(buffer)
+        try:
+            spool = tempfile.TemporaryFile()
+            spool.write(buffer)
+        except OSError as e:
+            raise _cannot_spool(e, tempfile.gettempdir()) from None
         del buffer
         while chunk := stream.read(CHUNK_SIZE):
-            spool.write(chunk)
+            try:
+                spool.write(chunk)
+            except OSError as e:
+                spool.close()
+                raise _cannot_spool(e, tempfile.gettempdir()) from None
         length = spool.tell()
         spool.flush()
         return Body(spool, length, 0, owned=True)  # type: ignore[arg-type]
     except OSError as e:
         raise LocalFileError(f"Error: cannot read the input: {e.strerror or e}") from None
+
+
+def _cannot_spool(error: OSError, directory: str) -> LocalFileError:
+    return LocalFileError(f"Error: cannot keep the input in a temporary file in {directory}"
+                          f" ({error.strerror or error}); nothing was uploaded")
 
 
 @contextmanager
