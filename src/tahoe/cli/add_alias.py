@@ -53,9 +53,13 @@ def append_alias(nodedir: str, name: str, cap: str) -> None:
         text += f"{name}: {cap}\n"
         temporary = path + ".tmp"
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # caps: owner only
-        with open(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(temporary, path)
+        try:
+            with open(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(temporary, path)
+        except OSError:
+            os.unlink(temporary)  # (the disk full: no half-written file left beside it)
+            raise
     except (OSError, UnicodeDecodeError) as e:
         reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         raise LocalFileError(f"Error: cannot write the alias file {path}: {reason}") from None
