@@ -71,6 +71,35 @@ def test_files_are_skipped_by_size_mtime_and_ctime(tmp_path: Path) -> None:
     assert raw.execute("SELECT count(*) FROM local_files").fetchone() == (0,)
 
 
+def test_a_database_that_cannot_grow_stops_recording_only(tmp_path: Path) -> None:
+    """SQLite's "database or disk is full" (here its page limit reached) while recording:
+    no exception, the reason kept in ``write_error``, what was not committed rolled back,
+    nothing more written, lookups still answered; what was committed before stays.
+    Before, the error ended ``tahoe backup`` with a traceback."""
+    clock = Clock()
+    path = tmp_path / "f"
+    path.write_bytes(b"x" * 10)
+    db = open_backupdb(str(tmp_path / "db.sqlite"), clock.time, clock.random)
+    db.did_upload_file(db.check_file(str(path), os.stat(path)), CAP)
+    db.commit()
+    pages = db._db.execute("PRAGMA page_count").fetchone()[0]  # noqa: SLF001
+    db._db.execute(f"PRAGMA max_page_count = {pages}")  # noqa: SLF001
+    for n in range(2000):  # rows enough to need a new page
+        other = tmp_path / "other"
+        record = db.check_file(f"{other}-{n}-{'p' * 200}", os.stat(path))
+        db.did_upload_file(record, CAP.replace("1000", str(2000 + n)))
+        if db.write_error is not None:
+            break
+    assert db.write_error == "database or disk is full"
+    db.did_create_directory(db.check_directory({"f": CAP}), "URI:DIR2-CHK:x:y:1:1:1")
+    assert db.check_file(str(path), os.stat(path)).filecap == CAP
+    db.close()
+    again = open_backupdb(str(tmp_path / "db.sqlite"), clock.time, clock.random)
+    assert again.check_file(str(path), os.stat(path)).filecap == CAP
+    assert again.check_directory({"f": CAP}).dircap is None
+    again.close()
+
+
 def test_old_entries_are_rechecked_with_tahoes_probability(tmp_path: Path) -> None:
     """Under a month since the last check: never; at 1.5 months: half the time; past two
     months: always; a healthy check restarts the count."""

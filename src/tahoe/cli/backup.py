@@ -358,6 +358,11 @@ def _backup(args: argparse.Namespace, stdout: TextIO, stderr: TextIO,
         dircap = backup.run(targets)
     finally:
         db.close()
+    if db.write_error is not None:
+        stderr.write(f"WARNING: the backup database {os.path.join(gateway.nodedir, 'private')}"
+                     f"/backupdb.sqlite could not be written ({db.write_error}): the backup"
+                     " is whole, and the next one will check its files again\n")
+        stderr.flush()
     _put_child(gateway, target + "/Archives", archive_name(time.time()), dircap)
     _put_child(gateway, target, "Latest", dircap)
     stdout.write(backup.report(datetime.datetime.now() - started))

@@ -169,20 +169,45 @@ class BackupDB:
         self._now = now
         self._rng = rng
         self._pending = 0
+        #: Why the database could not be written (the disk full...), once it could not:
+        #: what was not committed is rolled back and nothing more is recorded. The backup
+        #: goes on; the next one checks those files again (they are a cache of its work).
+        self.write_error: str | None = None
 
     def _should_check(self, last_checked: float | None) -> bool:
         age = self._now() - (last_checked or 0.0)
         chance = (age - NO_CHECK_BEFORE) / (ALWAYS_CHECK_AFTER - NO_CHECK_BEFORE)
         return self._rng() < min(max(chance, 0.0), 1.0)
 
-    def _changed(self) -> None:
+    def _write(self, work: Callable[[], object]) -> None:
+        """Run ``work`` (statements that change the database), unless it can no longer be
+        written; a failure is kept in :attr:`write_error` and what waited is rolled back."""
+        if self.write_error is not None:
+            return
+        try:
+            work()
+        except sqlite3.Error as error:
+            self._failed(error)
+            return
         self._pending += 1
         if self._pending >= COMMIT_EVERY:
             self.commit()
 
+    def _failed(self, error: sqlite3.Error) -> None:
+        self.write_error = str(error)
+        try:
+            self._db.rollback()
+        except sqlite3.Error:
+            pass
+
     def commit(self) -> None:
-        """Make the changes so far permanent."""
-        self._db.commit()
+        """Make the changes so far permanent (if the database can still be written)."""
+        if self.write_error is not None:
+            return
+        try:
+            self._db.commit()
+        except sqlite3.Error as error:
+            self._failed(error)
         self._pending = 0
 
     def close(self) -> None:
@@ -211,8 +236,8 @@ class BackupDB:
         old_size, old_mtime, old_ctime, filecap, last_checked = row
         if (old_size != size or not use_timestamps or old_mtime != mtime or old_ctime != ctime
                 or filecap is None or last_checked is None):
-            self._db.execute("DELETE FROM local_files WHERE path = ?", (path,))
-            self._changed()
+            self._write(lambda: self._db.execute("DELETE FROM local_files WHERE path = ?",
+                                                 (path,)))
             return FileRecord(path, size, mtime, ctime, None, False)
         return FileRecord(path, size, mtime, ctime, _text(filecap),
                           self._should_check(last_checked))
@@ -226,19 +251,20 @@ class BackupDB:
 
     def did_upload_file(self, record: FileRecord, filecap: str) -> None:
         """Record that the file of ``record`` was uploaded (now) as ``filecap``."""
-        now = self._now()
-        fileid = self._fileid(filecap)
-        self._db.execute("INSERT OR REPLACE INTO last_upload VALUES (?, ?, ?)",
-                         (fileid, now, now))
-        self._db.execute("INSERT OR REPLACE INTO local_files VALUES (?, ?, ?, ?, ?)",
-                         (record.path, record.size, record.mtime, record.ctime, fileid))
-        self._changed()
+        def record_it() -> None:
+            now = self._now()
+            fileid = self._fileid(filecap)
+            self._db.execute("INSERT OR REPLACE INTO last_upload VALUES (?, ?, ?)",
+                             (fileid, now, now))
+            self._db.execute("INSERT OR REPLACE INTO local_files VALUES (?, ?, ?, ?, ?)",
+                             (record.path, record.size, record.mtime, record.ctime, fileid))
+        self._write(record_it)
 
     def did_check_file_healthy(self, filecap: str) -> None:
         """Record that the file ``filecap`` was found healthy (now)."""
-        self._db.execute("UPDATE last_upload SET last_checked = ? WHERE fileid = ?",
-                         (self._now(), self._fileid(filecap)))
-        self._changed()
+        self._write(lambda: self._db.execute(
+            "UPDATE last_upload SET last_checked = ? WHERE fileid = ?",
+            (self._now(), self._fileid(filecap))))
 
     # -- directories
 
@@ -254,14 +280,16 @@ class BackupDB:
 
     def did_create_directory(self, record: DirectoryRecord, dircap: str) -> None:
         """Record that a directory with the contents of ``record`` was made as ``dircap``."""
-        now = self._now()
-        self._db.execute("DELETE FROM directories WHERE dirhash = ?", (record.dirhash,))
-        self._db.execute("REPLACE INTO directories VALUES (?, ?, ?, ?)",
-                         (record.dirhash.encode("ascii"), dircap.encode("utf-8"), now, now))
-        self._changed()
+        def record_it() -> None:
+            now = self._now()
+            self._db.execute("DELETE FROM directories WHERE dirhash = ?", (record.dirhash,))
+            self._db.execute("REPLACE INTO directories VALUES (?, ?, ?, ?)",
+                             (record.dirhash.encode("ascii"), dircap.encode("utf-8"), now,
+                              now))
+        self._write(record_it)
 
     def did_check_directory_healthy(self, dircap: str) -> None:
         """Record that the directory ``dircap`` was found healthy (now)."""
-        self._db.execute("UPDATE directories SET last_checked = ? WHERE dircap IN (?, ?)",
-                         (self._now(), dircap.encode("utf-8"), dircap))
-        self._changed()
+        self._write(lambda: self._db.execute(
+            "UPDATE directories SET last_checked = ? WHERE dircap IN (?, ?)",
+            (self._now(), dircap.encode("utf-8"), dircap)))
