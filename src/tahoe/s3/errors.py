@@ -9,7 +9,7 @@ programming error.
 """
 from __future__ import annotations
 
-__all__ = ["ERRORS", "S3Error", "disk_refused"]
+__all__ = ["ERRORS", "S3Error"]
 
 #: S3 error code -> (HTTP status, default message).
 ERRORS: dict[str, tuple[int, str]] = {
@@ -106,11 +106,3 @@ class S3Error(Exception):
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
 
-
-def disk_refused(error: OSError, what: str) -> S3Error:
-    """The answer when the gateway's disk cannot keep ``what`` (full, say): a
-    ``ServiceUnavailable``, which clients retry, naming the cause (not the path)."""
-    from twisted.python import log
-    log.msg(f"S3: could not keep {what}: {error}")
-    return S3Error("ServiceUnavailable", f"The gateway could not keep {what} on its disk"
-                   f" ({error.strerror or error}); nothing of it was kept.")

@@ -30,14 +30,14 @@ from twisted.python.failure import Failure
 
 from . import xmlio
 from .checksums import composite_checksum, multipart_etag
-from .errors import S3Error, disk_refused
+from .errors import S3Error
 from .key_ahead import LARGE_FILE, KeyAhead
 from .keys import split_key
 from .objects import quoted_etag
 from .operations import (byte_range, check_length, check_preconditions, parse_copy_source,
                          put_metadata, stored_answer)
 from .server import Answer, Context, grid_error
-from .staging import PartsUploadable, Staging
+from .staging import PartsUploadable, Staging, disk_refused
 from .store import gather
 
 __all__ = ["OPERATIONS"]

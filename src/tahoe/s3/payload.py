@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from twisted.internet import threads
 
 from .channel import MAX_OBJECT_SIZE
-from .errors import S3Error, disk_refused
+from .errors import S3Error
+from .staging import disk_refused
 
 if TYPE_CHECKING:
     from .server import Context

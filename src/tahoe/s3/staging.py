@@ -14,7 +14,8 @@ Under ``NODEDIR/private/s3-multipart/UPLOADID/`` (mode 0700):
 (an :class:`~tahoe.client.uploadable.Uploadable`: Complete uploads from it, no
 copy). Upload ids are 48 URL-safe random characters; anything else names no
 upload (no path can be smuggled in). Blocking file I/O: the shell runs part
-copies in a thread.
+copies in a thread. What the gateway's disk cannot keep, here or in the
+request spool, is answered by :func:`disk_refused`.
 """
 from __future__ import annotations
 
@@ -27,14 +28,15 @@ import shutil
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from twisted.internet.defer import Deferred
+from twisted.python import log
 
-from .errors import S3Error, disk_refused
+from .errors import S3Error
 from .key_ahead import KeyAhead
 
 if TYPE_CHECKING:
     from ..immutable.keys import KnownKey
 
-__all__ = ["Staging", "PartsUploadable", "COMPLETED_KEPT_SECONDS"]
+__all__ = ["Staging", "PartsUploadable", "COMPLETED_KEPT_SECONDS", "disk_refused"]
 
 _UPLOAD_ID = re.compile(r"[A-Za-z0-9_-]{16,64}\Z")
 _COPY_BLOCK = 1024 * 1024
@@ -49,6 +51,14 @@ def _write_durably(path: str, data: bytes) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(temporary, path)
+
+
+def disk_refused(error: OSError, what: str) -> S3Error:
+    """The answer when the gateway's disk cannot keep ``what`` (full, say): a
+    ``ServiceUnavailable``, which clients retry, naming the cause (not the path)."""
+    log.msg(f"S3: could not keep {what}: {error}")
+    return S3Error("ServiceUnavailable", f"The gateway could not keep {what} on its disk"
+                   f" ({error.strerror or error}); nothing of it was kept.")
 
 
 def _sync_directory(path: str) -> None:
