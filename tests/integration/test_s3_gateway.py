@@ -277,6 +277,10 @@ def test_multipart(s3_node: S3Node, s3: Any) -> None:
                          Body=second)["ETag"]
     one = s3.upload_part(Bucket="parts", Key="big/file", UploadId=upload, PartNumber=1,
                          Body=first)["ETag"]
+    # the body's spool became the part (linked, not copied), and its own name is gone
+    part = s3_node.basedir / "private" / "s3-multipart" / upload / "part-00001"
+    assert part.stat().st_nlink == 1 and part.stat().st_mode & 0o777 == 0o600
+    assert not list((s3_node.basedir / "tmp").glob("s3-part-*"))
     listed = s3.list_parts(Bucket="parts", Key="big/file", UploadId=upload)
     assert [(p["PartNumber"], p["Size"]) for p in listed["Parts"]] \
         == [(1, len(first)), (2, len(second))]

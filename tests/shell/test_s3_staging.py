@@ -109,3 +109,30 @@ def test_what_cannot_be_kept_on_disk_is_service_unavailable(tmp_path: Path) -> N
     assert staging.parts(upload) == {}  # neither the old record nor the new bytes
     assert sorted(p.name for p in part.parent.iterdir()) == ["part-00001.json.tmp",
                                                              "upload.json"]
+
+
+def test_a_named_spool_is_linked_as_the_part_not_copied(tmp_path: Path) -> None:
+    """An UploadPart body the channel spooled to a named file becomes the part file itself
+    (the same inode: no copy), and stays when the spool is closed (its name removed); an
+    anonymous spool, or a named one whose size is not the part's, is copied."""
+    import tempfile
+    staging = Staging(str(tmp_path / "s3-multipart"))
+    upload = staging.create({"account": "AK", "bucket": "b", "key": "k", "initiated": 1.0})
+    data = os.urandom(200_000)
+    with tempfile.NamedTemporaryFile(dir=tmp_path, prefix="s3-part-") as spool:
+        spool.write(data)
+        staging.store_part(upload, 1, spool, len(data), {"size": len(data), "md5": "m"})
+        part = Path(staging.part_path(upload, 1))
+        assert part.stat().st_ino == os.fstat(spool.fileno()).st_ino
+    assert part.read_bytes() == data and part.stat().st_nlink == 1
+    assert not list(tmp_path.glob("s3-part-*"))
+    with tempfile.TemporaryFile(dir=tmp_path) as anonymous:
+        anonymous.write(data)
+        staging.store_part(upload, 2, anonymous, len(data), {"size": len(data), "md5": "m"})
+        assert Path(staging.part_path(upload, 2)).stat().st_ino != os.fstat(
+            anonymous.fileno()).st_ino
+    with tempfile.NamedTemporaryFile(dir=tmp_path) as longer:
+        longer.write(data + b"more")
+        staging.store_part(upload, 3, longer, len(data), {"size": len(data), "md5": "m"})
+    for number in (2, 3):
+        assert Path(staging.part_path(upload, number)).read_bytes() == data

@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import re
 import secrets
+import tempfile
 from typing import Any
 
 from twisted.web import http, server
@@ -84,6 +85,18 @@ def check_request(request: server.Request) -> None:
         raise S3Error("RequestHeaderSectionTooLarge", MaxSizeAllowed=str(MAX_HEADER_SECTION))
 
 
+#: Bodies below this size are kept in memory (as Twisted does), larger ones in a file.
+SPOOL_IN_MEMORY = 100_000
+
+
+def _is_upload_part(request_line: bytes) -> bool:
+    """Whether a request line is an UploadPart's (a PUT with a part number and upload id)."""
+    method, _, rest = request_line.partition(b" ")
+    query = rest.partition(b"?")[2].partition(b" ")[0]
+    names = {pair.partition(b"=")[0] for pair in query.split(b"&")}
+    return method == b"PUT" and {b"partNumber", b"uploadId"} <= names
+
+
 class S3Request(SpoolGuard, server.Request):
     """A request whose body is kept (in Twisted's spool) only when it may be used.
 
@@ -119,6 +132,15 @@ class S3Request(SpoolGuard, server.Request):
         if length is not None and length > self.max_body:
             self.too_large = length
             self.content = io.BytesIO()
+            return
+        if _is_upload_part(getattr(self.channel, "request_line", b"")) and (
+                length is None or length >= SPOOL_IN_MEMORY):
+            # A named spool, which the staging links as the part instead of copying it;
+            # closing it (at the request's end, or its connection's) removes its name.
+            try:
+                self.content = tempfile.NamedTemporaryFile(prefix="s3-part-")  # noqa: SIM115
+            except OSError as error:
+                self._drop_body(error)
             return
         super().gotLength(length)
 

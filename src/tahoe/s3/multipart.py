@@ -90,7 +90,7 @@ async def upload_part(context: Context) -> Answer:
     if "x-amz-copy-source" in context.headers:
         return await _upload_part_copy(context, upload_id, number)
     check_length(context)
-    spool, size, digests = await context.payload.spool()
+    spool, size, digests = await context.payload.spool(named=True)
     try:
         info = {"size": size, "md5": digests.md5_hex(), "last-modified": time.time(),
                 "checksums": digests.checksums()}

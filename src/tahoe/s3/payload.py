@@ -71,11 +71,14 @@ class Payload:
             spool.close()
         return data
 
-    async def spool(self) -> tuple[BinaryIO, int, Any]:
+    async def spool(self, named: bool = False) -> tuple[BinaryIO, int, Any]:
         """A seekable file holding the decoded body, its size, and its digests
         (``checksums.BodyDigests``: MD5 always, the requested checksums), all verified
         against the headers and trailers (Content-MD5, ``x-amz-checksum-*``,
         ``x-amz-content-sha256``).
+
+        :param named: decode an ``aws-chunked`` body into a named temporary file (removed
+            when closed), which the multipart staging can link as a part.
 
         :raises S3Error: ``EntityTooLarge`` (decoded over 5 GiB), ``BadDigest``,
             ``XAmzContentSHA256Mismatch``, ``IncompleteBody``,
@@ -91,6 +94,7 @@ class Payload:
         size = self.raw_size()
         decoder = self._decoder() if self.streaming else None
         out: BinaryIO = self._content if decoder is None \
+            else tempfile.NamedTemporaryFile(prefix="s3-part-") if named \
             else tempfile.TemporaryFile()  # noqa: SIM115 (returned)
 
         def copy() -> dict[str, str]:

@@ -8,7 +8,9 @@ Under ``NODEDIR/private/s3-multipart/UPLOADID/`` (mode 0700):
 * ``part-NNNNN`` (the part's bytes) and ``part-NNNNN.json`` (size, MD5,
   checksums, time). Each is written to a temporary name, synced and renamed,
   and the directory synced, before UploadPart is answered: an acknowledged
-  part survives a crash.
+  part survives a crash. A part whose body the channel spooled to a named
+  file on the same file system (``[node]tempdir``, ``NODEDIR/tmp`` by
+  default) is that file, linked under the temporary name: not copied.
 
 :class:`PartsUploadable` reads the concatenation of part files at any offset
 (an :class:`~tahoe.client.uploadable.Uploadable`: Complete uploads from it, no
@@ -59,6 +61,25 @@ def disk_refused(error: OSError, what: str) -> S3Error:
     log.msg(f"S3: could not keep {what}: {error}")
     return S3Error("ServiceUnavailable", f"The gateway could not keep {what} on its disk"
                    f" ({error.strerror or error}); nothing of it was kept.")
+
+
+def _linked(source: BinaryIO, size: int, temporary: str) -> bool:
+    """Give ``source``, when it is a named file of exactly ``size`` bytes on the staging's
+    file system (the channel's spool of an UploadPart body), the name ``temporary`` too,
+    synced: the part without a copy. False when it cannot be (another file system, an
+    anonymous file, a decoded copy of another size): the caller copies."""
+    name = getattr(source, "name", None)
+    if not isinstance(name, str):
+        return False
+    try:
+        source.flush()
+        if os.fstat(source.fileno()).st_size != size:
+            return False
+        os.fsync(source.fileno())
+        os.link(name, temporary)
+    except (OSError, ValueError, AttributeError):
+        return False
+    return True
 
 
 def _sync_directory(path: str) -> None:
@@ -153,17 +174,18 @@ class Staging:
     def _store_part(path: str, source: BinaryIO, size: int, info: dict[str, Any]) -> None:
         temporary = f"{path}.tmp-{secrets.token_hex(4)}"
         try:
-            with open(temporary, "wb") as out:
-                source.seek(0)
-                left = size
-                while left > 0:
-                    block = source.read(min(_COPY_BLOCK, left))
-                    if not block:
-                        raise S3Error("IncompleteBody")
-                    out.write(block)
-                    left -= len(block)
-                out.flush()
-                os.fsync(out.fileno())
+            if not _linked(source, size, temporary):
+                with open(temporary, "wb") as out:
+                    source.seek(0)
+                    left = size
+                    while left > 0:
+                        block = source.read(min(_COPY_BLOCK, left))
+                        if not block:
+                            raise S3Error("IncompleteBody")
+                        out.write(block)
+                        left -= len(block)
+                    out.flush()
+                    os.fsync(out.fileno())
             os.replace(temporary, path)
         except BaseException:
             if os.path.exists(temporary):
