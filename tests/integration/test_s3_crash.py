@@ -102,10 +102,14 @@ def test_sigkill_mid_multipart_keeps_acknowledged_parts(crashing: Crashing) -> N
                      "/crash/mid/object.bin", query=f"partNumber=3&uploadId={quoted}",
                      body=parts[2], unsigned_payload=True)
         split = urllib.parse.urlsplit(node.endpoint)
+        # what a killed gateway's part spool leaves (whether part 3's is there yet races)
+        (node.basedir / "tmp" / "s3-part-leftover").write_bytes(b"x" * 1000)
+        (node.basedir / "tmp" / "not-ours").write_bytes(b"y")
         with socket.create_connection((split.hostname, split.port), timeout=60) as sock:
             sock.sendall(third.wire()[:-len(parts[2]) // 2])
             with fault.timing_recovery():
                 restarted = crashing.kill_and_restart()
+        assert [p.name for p in (restarted.basedir / "tmp").iterdir()] == ["not-ours"]
         s3 = restarted.client()
         listed = s3.list_parts(Bucket="crash", Key="mid/object.bin", UploadId=upload_id)
         assert [(p["PartNumber"], p["Size"], p["ETag"]) for p in listed["Parts"]] == [

@@ -87,6 +87,8 @@ def check_request(request: server.Request) -> None:
 
 #: Bodies below this size are kept in memory (as Twisted does), larger ones in a file.
 SPOOL_IN_MEMORY = 100_000
+#: How the named spools of UploadPart bodies begin (in the node's temporary directory).
+SPOOL_PREFIX = "s3-part-"
 
 
 def _is_upload_part(request_line: bytes) -> bool:
@@ -138,7 +140,7 @@ class S3Request(SpoolGuard, server.Request):
             # A named spool, which the staging links as the part instead of copying it;
             # closing it (at the request's end, or its connection's) removes its name.
             try:
-                self.content = tempfile.NamedTemporaryFile(prefix="s3-part-")  # noqa: SIM115
+                self.content = tempfile.NamedTemporaryFile(prefix=SPOOL_PREFIX)  # noqa: SIM115
             except OSError as error:
                 self._drop_body(error)
             return

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from twisted.internet import threads
 
-from .channel import MAX_OBJECT_SIZE
+from .channel import MAX_OBJECT_SIZE, SPOOL_PREFIX
 from .errors import S3Error
 from .staging import disk_refused
 
@@ -94,7 +94,7 @@ class Payload:
         size = self.raw_size()
         decoder = self._decoder() if self.streaming else None
         out: BinaryIO = self._content if decoder is None \
-            else tempfile.NamedTemporaryFile(prefix="s3-part-") if named \
+            else tempfile.NamedTemporaryFile(prefix=SPOOL_PREFIX) if named \
             else tempfile.TemporaryFile()  # noqa: SIM115 (returned)
 
         def copy() -> dict[str, str]:

@@ -34,7 +34,7 @@ from twisted.python import log
 
 from ..node.fileutil import write_atomically
 from .errors import S3Error
-from .channel import S3Site
+from .channel import SPOOL_PREFIX, S3Site
 from .server import Context, S3Resource
 
 __all__ = ["S3GatewayError", "S3Gateway", "start_s3", "read_accounts"]
@@ -278,6 +278,27 @@ def _own_hosts(port: str) -> frozenset[str]:
     return frozenset(hosts)
 
 
+def _remove_leftover_spools(basedir: str) -> None:
+    """Remove the part spools (``s3-part-*``, named files removed when their request ends)
+    that a killed gateway left in its temporary directory: only in the node's own
+    (``NODEDIR/tmp``), as a directory set with ``[node]tempdir`` may be shared."""
+    import tempfile
+    own = os.path.realpath(os.path.join(basedir, "tmp"))
+    if os.path.realpath(tempfile.gettempdir()) != own:
+        return
+    try:
+        names = [name for name in os.listdir(own) if name.startswith(SPOOL_PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        try:
+            os.unlink(os.path.join(own, name))
+        except OSError:
+            pass
+    if names:
+        log.msg(f"S3 gateway: removed {len(names)} part spools left by an earlier run")
+
+
 async def start_s3(reactor: Any, basedir: str, settings: Any, services: Any) -> S3Gateway:
     """Listen for S3 clients as ``settings`` (an ``S3Config``) says; ``s3.url`` is written
     once listening.
@@ -289,6 +310,7 @@ async def start_s3(reactor: Any, basedir: str, settings: Any, services: Any) -> 
     gateway = S3Gateway(accounts_path, services, reactor, settings.region, basedir,
                         settings.multipart_max_age)
     gateway.load_accounts()
+    _remove_leftover_spools(basedir)
     if not gateway.accounts:
         log.msg(f"S3 gateway: no accounts yet in {accounts_path}"
                 " (add one with 'tahoe s3 add-account')")
