@@ -47,10 +47,14 @@ def test_expiry_removes_shares_leased_before_the_cutoff(tmp_path: Path, processe
     recovered = history["0"]["space-recovered"]
     assert recovered["actual-shares"] == 3 and recovered["actual-buckets"] == 3
     assert history["0"]["configured-expiration-mode"][0] == "cutoff-date"
-    # the state file is saved just after the history (another write: wait for it too)
+    # the state file is saved just after the history (another write: wait for it too; one
+    # saved during the walk may be there before it, with the cycle not yet finished)
     state_file = storage / "lease_checker.state.json"
-    state = wait_until(lambda: state_file.exists() and json.loads(state_file.read_text()),
-                       GC_TIMEOUT, "the lease crawler's state file")
+
+    def finished_state() -> dict | None:
+        state = json.loads(state_file.read_text()) if state_file.exists() else {}
+        return state if state.get("last-cycle-finished") is not None else None
+    state = wait_until(finished_state, GC_TIMEOUT, "the lease crawler's state file")
     assert state["last-cycle-finished"] == 0 and state["current-cycle"] is None
     counter = storage / "bucket_counter.state.json"
     wait_until(lambda: counter.exists() and json.loads(counter.read_text())
