@@ -165,8 +165,9 @@ def test_readonly_still_takes_mutable_writes(root: Path, clock: Clock) -> None:
 
 
 def test_extra_lease_needs_space(root: Path, clock: Clock) -> None:
-    """With four slots taken, a fifth lease needs 92 bytes: NoSpace changes nothing, writes included."""
-    server = make_server(root, clock, free=0)
+    """With four slots taken, a fifth lease needs 92 bytes: NoSpace changes nothing, writes included.
+    (The disk has room; the reserve takes it all.)"""
+    server = make_server(root, clock, free=100_000, reserved_space=100_000)
     server.slot_testv_and_readv_and_writev(SI, SECRETS, {0: ([], [(0, b"x")], None)}, [])
     for i in range(3):
         server.add_lease(SI, bytes([i + 1]) * 32, CANCEL)
@@ -239,3 +240,28 @@ def test_a_new_share_the_full_disk_refuses_is_not_left_behind(tmp_path: Path) ->
                 0: [b"new mutable data"]}
         finally:
             server.close()
+
+
+def test_a_disk_without_room_for_the_growth_refuses_the_whole_write(root: Path,
+                                                                     clock: Clock) -> None:
+    """A mutable write that would grow its shares past what the disk has free is NoSpace
+    before anything is written (before, the disk refused it part way, leaving a share half
+    old, half new); one that does not grow them (rewrites, shrinking) goes through; the
+    reserve and read-only still do not stop mutable writes (as in Tahoe 1.20)."""
+    disk = {"free": 10_000}
+    server = make_server(root, clock, disk_stats=lambda path: disk["free"],
+                         reserved_space=10_000)
+    assert server.slot_testv_and_readv_and_writev(SI, SECRETS, {0: ([], [(0, b"a" * 4000)],
+                                                                     None)}, [])[0]
+    before = snapshot(root)
+    for writes in ({0: ([], [(0, b"b" * 4000), (4000, b"c" * 12000)], None)},
+                   {0: ([], [(0, b"b" * 10)], None), 1: ([], [(0, b"new" * 4000)], None)}):
+        with pytest.raises(NoSpace, match="the disk has 10000 bytes free"):
+            server.slot_testv_and_readv_and_writev(SI, SECRETS, writes, [])
+        assert snapshot(root) == before
+    assert server.slot_testv_and_readv_and_writev(SI, SECRETS, {0: ([], [(0, b"d" * 4000)],
+                                                                     3000)}, [])[0]
+    assert server.slot_readv(SI, [0], [(0, 5000)]) == {0: [b"d" * 3000]}
+    disk["free"] = 0  # no growth: still written
+    assert server.slot_testv_and_readv_and_writev(SI, SECRETS, {0: ([], [(0, b"e")], None)},
+                                                  [])[0]

@@ -134,7 +134,8 @@ class StorageServer:
         if batch_index:  # the rows of shares closed within a second written together
             self.index.batch_closes(clock, INDEX_BATCH_DELAY)
         disk.empty_directory(os.path.join(self._shares_dir, paths.INCOMING_DIR))
-        self._slots = SlotOperations(self._path, self._share_files, nodeid, self.available_space)
+        self._slots = SlotOperations(self._path, self._share_files, nodeid, self.available_space,
+                                     self._disk_free)
 
     def close(self) -> None:
         """A clean stop: the share index is kept for the next start (call once the
@@ -164,6 +165,13 @@ class StorageServer:
             self._log.warn("disk stats failed: {error}", error=e)
             free = 0
         return available_space(free, self._reserved_space, self._readonly)
+
+    def _disk_free(self) -> int | None:
+        """Bytes the disk itself has free (reserve and read-only aside); None if unknown."""
+        try:
+            return self._disk_stats(self._shares_dir)
+        except OSError:
+            return None
 
     def allocated_size(self) -> int:
         """Bytes promised to bucket writers still open (kept as they open and finish)."""

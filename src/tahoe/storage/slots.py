@@ -20,8 +20,8 @@ from .arguments import (ShareWrite, check_share_numbers, check_storage_index, pa
 from .collector import delete_share_file
 from .containers import open_container
 from .errors import ContainerError, DataTooLargeError, NoSpace, WrongShareKind
-from .leases import OWNER_ADD_LEASE, expiration_for
-from .mutable_container import MAX_SIZE, MutableContainer
+from .leases import MUTABLE_LEASE_SIZE, OWNER_ADD_LEASE, expiration_for
+from .mutable_container import FRESH_SIZE, MAX_SIZE, MutableContainer
 
 ReadData = dict[int, list[bytes]]
 
@@ -38,17 +38,21 @@ class SlotOperations:
     :param share_files: storage index -> ``{shnum: path}`` of its final shares.
     :param nodeid: this server's 20-byte tub id, for new containers and leases.
     :param available_space: the server's available space (``None``: no limit).
+    :param disk_free: the bytes the disk itself has free (``None``: unknown), reserve and
+        read-only aside.
     """
 
     _log = Logger()
 
     def __init__(self, path: Callable[[paths.Parts], str],
                  share_files: Callable[[bytes], dict[int, str]], nodeid: bytes,
-                 available_space: Callable[[], int | None]) -> None:
+                 available_space: Callable[[], int | None],
+                 disk_free: Callable[[], int | None] = lambda: None) -> None:
         self._path = path
         self._share_files = share_files
         self._nodeid = nodeid
         self._available_space = available_space
+        self._disk_free = disk_free
 
     def readv(self, storage_index: bytes, shares: list[int],
               readv: list[tuple[int, int]]) -> ReadData:
@@ -107,7 +111,7 @@ class SlotOperations:
                          for shnum, container in containers.items()}
             if not passed:
                 return False, read_data
-            self._check_lease_space(containers, requests, renew_secret)
+            self._check_space(containers, requests, renew_secret)
             lease = (OWNER_ADD_LEASE, renew_secret, cancel_secret, expiration_for(now),
                      self._nodeid, None)
             for shnum, request in sorted(requests.items()):
@@ -136,9 +140,16 @@ class SlotOperations:
             disk.remove_empty_dirs(share_dir, os.path.dirname(share_dir))
         return True, read_data
 
-    def _check_lease_space(self, containers: dict[int, MutableContainer],
-                           requests: dict[int, ShareWrite], renew_secret: bytes) -> None:
-        """Raise ``NoSpace`` now if a surviving share would need a lease record with no room."""
+    def _check_space(self, containers: dict[int, MutableContainer],
+                     requests: dict[int, ShareWrite], renew_secret: bytes) -> None:
+        """Raise ``NoSpace`` now, before anything is written, if a surviving share would
+        need a lease record with no room, or if the disk itself has not the room the
+        shares would grow by (their data past its end, new shares). A full disk then
+        refuses the whole write, instead of failing part way through it and leaving a
+        share half old, half new, which readers reject as corrupt (on a grid whose
+        servers all filled, every share of a directory that grew). As in Tahoe 1.20, the
+        reserve and ``readonly`` do not stop mutable writes: only a disk that would
+        refuse them anyway."""
         needed = max((containers[shnum].lease_space_needed(renew_secret)
                       for shnum, request in requests.items()
                       if request.new_length != 0 and shnum in containers), default=0)
@@ -146,6 +157,20 @@ class SlotOperations:
             available = self._available_space()
             if available is not None and available < needed:
                 raise NoSpace(f"need {needed} bytes for a new lease, {available} available")
+        growth = 0
+        for shnum, request in requests.items():
+            if request.new_length == 0:
+                continue
+            end = max((write.offset + len(write.data) for write in request.writes), default=0)
+            if shnum in containers:
+                growth += max(0, end - containers[shnum].data_length)
+            else:
+                growth += FRESH_SIZE + end + MUTABLE_LEASE_SIZE
+        if growth:
+            free = self._disk_free()
+            if free is not None and free < needed + growth:
+                raise NoSpace(f"the disk has {free} bytes free; the shares need"
+                              f" {needed + growth} more")
 
     @classmethod
     def _write(cls, container: MutableContainer, request: ShareWrite,
