@@ -81,3 +81,23 @@ def test_a_tempdir_that_cannot_be_used_stops_the_node_at_once(tmp_path: Path) ->
         " tahoe.cfg) cannot be used: Not a directory" in result.stderr, result.stderr
     assert not (tmp_path / "node" / "running.process").exists()
     assert "WARNING: " in result.stderr and "log_gatherer.furl is ignored" in result.stderr
+
+
+def test_a_full_disk_stops_the_node_with_the_file_it_could_not_write(tmp_path: Path) -> None:
+    """A node directory on a full 2 MiB tmpfs: ``tahoe run`` exits 1 at once, its error
+    naming the file it could not write and the cause, no traceback on its standard error
+    (before: a traceback from writing ``running.process``)."""
+    from tests.support.sysfaults import fill, require_root, tmpfs
+    require_root()
+    tool = TahoeTool(our_tahoe(), tmp_path / "logs")
+    with tmpfs(tmp_path / "disk", 2 * 1024 * 1024) as disk:
+        tool.create_node(disk / "node", introducer_furl=None, shares=ONE, nickname="node",
+                         web_port=free_port(), tub_port=free_port())
+        fill(disk / "filler")
+        result = subprocess.run([tool.exe, "run", "--allow-stdin-close", str(disk / "node")],
+                                capture_output=True, text=True, timeout=60,
+                                stdin=subprocess.DEVNULL)
+        assert result.returncode == 1
+        assert "ERROR: the node could not start: " in result.stderr, result.stderr
+        assert "No space left on device" in result.stderr
+        assert str(disk / "node") in result.stderr and "Traceback" not in result.stderr

@@ -199,7 +199,12 @@ def _run_reactor(nodedir: Any, pidfile: Path, allow_stdin_close: bool, stderr: T
     log_output = BackgroundWriter(sys.stdout)
     log.startLogging(log_output, setStdout=False)
     started = _process_start_time(os.getpid()) or ""
-    write_atomically(pidfile, f"{os.getpid()} {started}\n")
+    try:
+        write_atomically(pidfile, f"{os.getpid()} {started}\n")
+    except OSError as error:  # the disk full, the directory read-only...
+        stderr.write(f"ERROR: the node could not start: cannot write {pidfile}:"
+                     f" {error.strerror or error}\n")
+        return EXIT_ERROR
     node = Node(nodedir, reactor)
     outcome = {"code": 0}
 

@@ -30,11 +30,14 @@ def write_atomically(path: str | os.PathLike[str], data: bytes | str, mode: int 
             if durable:
                 os.fsync(out.fileno())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as error:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(error, OSError) and error.filename is None and error.errno is not None:
+            # a write or sync that failed (the disk full) says which file
+            raise OSError(error.errno, error.strerror, str(target)) from error
         raise
 
 
