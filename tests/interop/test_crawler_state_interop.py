@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from twisted.internet.task import Clock
 
-from tahoe.storage.crawler import BucketCountingCrawler, LeaseCheckingCrawler
+from tahoe.storage.crawler import BucketCountingCrawler
+from tahoe.storage.lease_checker import LeaseCheckingCrawler
 from tahoe.storage.leases import ExpiryPolicy
 from tahoe.storage.server import StorageServer
 from tests.support import webapi

@@ -21,7 +21,7 @@ from twisted.internet.task import Clock
 from tahoe.caps.immutable import CHKReadCap
 from tahoe.caps.parse import parse_cap
 from tahoe.immutable.decoder import ShareDecoder
-from tahoe.storage.crawler import LeaseCheckingCrawler
+from tahoe.storage.lease_checker import LeaseCheckingCrawler
 from tahoe.storage.leases import ExpiryPolicy
 from tahoe.storage.paths import storage_index_from_b32
 from tahoe.storage.server import StorageServer

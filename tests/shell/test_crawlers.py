@@ -30,7 +30,8 @@ from twisted.web.test.requesthelper import DummyRequest
 from tahoe.cli.main import run as tahoe
 from tahoe.storage import paths
 from tahoe.storage.containers import open_container
-from tahoe.storage.crawler import BucketCountingCrawler, LeaseCheckingCrawler
+from tahoe.storage.crawler import BucketCountingCrawler
+from tahoe.storage.lease_checker import LeaseCheckingCrawler
 from tahoe.storage.disk import open_file
 from tahoe.storage.leases import LEASE_DURATION, ExpiryPolicy
 from tahoe.storage.server import StorageServer

@@ -17,7 +17,7 @@ from twisted.internet.task import Clock
 
 from tahoe.storage import paths
 from tahoe.storage.containers import open_container
-from tahoe.storage.crawler import LeaseCheckingCrawler
+from tahoe.storage.lease_checker import LeaseCheckingCrawler
 from tahoe.storage.disk import open_file
 from tahoe.storage.leases import LEASE_DURATION, ExpiryPolicy
 from tahoe.storage.server import StorageServer

@@ -27,7 +27,7 @@ from tahoe.storage.containers import open_container
 from tahoe.storage.disk import open_file
 from tahoe.storage.leases import ExpiryPolicy
 from tahoe.storage.share_index import INDEX_NAME, ShareIndex, open_reader, prefix_value
-from tahoe.storage.crawler import LeaseCheckingCrawler
+from tahoe.storage.lease_checker import LeaseCheckingCrawler
 from tahoe.storage.share_scan import (PrefixScan, ScanProcesses, bucket_inodes, map_in_slices,
                                       plan_from_index, scan_prefix_for_walk)
 from tests.shell.storage_support import assert_index_in_step, clock_at, make_server

@@ -19,7 +19,7 @@ from twisted.internet import defer
 from twisted.internet.task import Clock
 
 from tahoe.storage import paths
-from tahoe.storage.crawler import LeaseCheckingCrawler
+from tahoe.storage.lease_checker import LeaseCheckingCrawler
 from tahoe.storage.leases import LEASE_DURATION, ExpiryPolicy
 from tahoe.storage.indexing import BATCH_ROWS
 from tahoe.storage.server import INDEX_BATCH_DELAY, StorageServer

@@ -22,7 +22,7 @@ from typing import Any
 from twisted.internet.task import Clock
 
 from tahoe.storage import bucket, collector, disk, share_index
-from tahoe.storage.crawler import LeaseCheckingCrawler
+from tahoe.storage.lease_checker import LeaseCheckingCrawler
 from tahoe.storage.immutable_container import ImmutableContainer
 from tahoe.storage.indexing import IndexKeeper
 from tahoe.storage.leases import ExpiryPolicy

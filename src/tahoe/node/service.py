@@ -334,7 +334,8 @@ class Node:
         from twisted.internet.threads import deferToThreadPool
         from twisted.python.threadpool import ThreadPool
 
-        from ..storage.crawler import BucketCountingCrawler, LeaseCheckingCrawler
+        from ..storage.crawler import BucketCountingCrawler
+        from ..storage.lease_checker import LeaseCheckingCrawler
         from ..storage.leases import ExpiryPolicy
         from ..storage.rpc import StorageServerRPC
         from ..storage.server import StorageServer

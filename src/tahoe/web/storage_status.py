@@ -23,7 +23,8 @@ from .statshtml import latency_table
 from .svgchart import Segment, legend, meter
 
 if TYPE_CHECKING:  # a client without a storage server shows this page without loading them
-    from ..storage.crawler import BucketCountingCrawler, LeaseCheckingCrawler
+    from ..storage.crawler import BucketCountingCrawler
+    from ..storage.lease_checker import LeaseCheckingCrawler
 
 __all__ = ["StorageStatusResource", "lease_checker_json", "progress_json"]
 
