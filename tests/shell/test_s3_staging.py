@@ -102,13 +102,13 @@ def test_what_cannot_be_kept_on_disk_is_service_unavailable(tmp_path: Path) -> N
     upload = staging.create({"account": "AK", "bucket": "b", "key": "k", "initiated": 1.0})
     staging.store_part(upload, 1, io.BytesIO(b"first"), 5, {"size": 5, "md5": "a"})
     part = Path(staging.part_path(upload, 1))
-    os.mkdir(str(part) + ".json.tmp")  # the record's temporary name taken: it cannot be written
+    blocker = f".part-00001.json.tmp-{os.getpid()}"  # write_atomically's temporary name
+    os.mkdir(part.parent / blocker)  # taken: the record cannot be written
     with pytest.raises(S3Error, match="ServiceUnavailable") as error:
         staging.store_part(upload, 1, io.BytesIO(b"again"), 5, {"size": 5, "md5": "b"})
     assert "part 1" in error.value.message
     assert staging.parts(upload) == {}  # neither the old record nor the new bytes
-    assert sorted(p.name for p in part.parent.iterdir()) == ["part-00001.json.tmp",
-                                                             "upload.json"]
+    assert sorted(p.name for p in part.parent.iterdir()) == [blocker, "upload.json"]
 
 
 def test_a_named_spool_is_linked_as_the_part_not_copied(tmp_path: Path) -> None:

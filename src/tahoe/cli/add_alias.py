@@ -16,6 +16,7 @@ import os
 from collections.abc import Mapping
 from typing import TextIO
 
+from ..node.fileutil import write_atomically
 from .aliases import check_alias_name, quote_output
 from .dircaps import normalize_dircap
 from .errors import CLIError, LocalFileError
@@ -51,15 +52,7 @@ def append_alias(nodedir: str, name: str, cap: str) -> None:
         if text and not text.endswith("\n"):
             text += "\n"
         text += f"{name}: {cap}\n"
-        temporary = path + ".tmp"
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # caps: owner only
-        try:
-            with open(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-            os.replace(temporary, path)
-        except OSError:
-            os.unlink(temporary)  # (the disk full: no half-written file left beside it)
-            raise
+        write_atomically(path, text, mode=0o600)  # caps: owner only
     except (OSError, UnicodeDecodeError) as e:
         reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         raise LocalFileError(f"Error: cannot write the alias file {path}: {reason}") from None

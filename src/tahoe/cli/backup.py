@@ -343,8 +343,9 @@ def _backup(args: argparse.Namespace, stdout: TextIO, stderr: TextIO,
     if args.exclude_vcs:
         patterns += VCS_PATTERNS
     gateway = gateway_from_args(args, env)
+    db_path = os.path.join(gateway.nodedir, "private", "backupdb.sqlite")
     try:
-        db = open_backupdb(os.path.join(gateway.nodedir, "private", "backupdb.sqlite"))
+        db = open_backupdb(db_path)
     except BackupDBError as error:
         raise CLIError(f"{error}\nERROR: Unable to load backup db.") from None
     try:
@@ -359,9 +360,9 @@ def _backup(args: argparse.Namespace, stdout: TextIO, stderr: TextIO,
     finally:
         db.close()
     if db.write_error is not None:
-        stderr.write(f"WARNING: the backup database {os.path.join(gateway.nodedir, 'private')}"
-                     f"/backupdb.sqlite could not be written ({db.write_error}): the backup"
-                     " is whole, and the next one will check its files again\n")
+        stderr.write(f"WARNING: the backup database {db_path} could not be written"
+                     f" ({db.write_error}): the backup is whole, and the next one will check"
+                     " its files again\n")
         stderr.flush()
     _put_child(gateway, target + "/Archives", archive_name(time.time()), dircap)
     _put_child(gateway, target, "Latest", dircap)

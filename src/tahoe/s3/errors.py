@@ -105,4 +105,3 @@ class S3Error(Exception):
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
-

@@ -44,9 +44,8 @@ class KeyAhead:
     def __init__(self, hasher: ConvergentKeyHasher, path_of: Callable[[int], str]) -> None:
         self._hasher = hasher
         self._path_of = path_of
-        #: (size, MD5) of parts 1..m as hashed, and the key after each.
-        self._hashed: list[tuple[int, str]] = []
-        self._keys: list[KnownKey] = []
+        #: (size, MD5, the key after it) of parts 1..m as hashed.
+        self._hashed: list[tuple[int, str, KnownKey]] = []
         #: Part number -> (size, MD5), for parts stored and not being stored again.
         self._stored: dict[int, tuple[int, str]] = {}
         self._storing: set[int] = set()
@@ -89,8 +88,7 @@ class KeyAhead:
                 self._hashing = None
             if self.broken:
                 break
-            self._hashed.append(entry)
-            self._keys.append(self._hasher.known())
+            self._hashed.append((*entry, self._hasher.known()))
         waiters, self._waiters = self._waiters, []
         for waiter in waiters:
             waiter.callback(None)
@@ -118,6 +116,6 @@ class KeyAhead:
             await waiter
         n = len(numbers)
         if self.broken or numbers != list(range(1, n + 1)) or n > len(self._hashed) \
-                or self._hashed[:n] != list(zip(sizes, md5s)):
+                or [(size, md5) for size, md5, _ in self._hashed[:n]] != list(zip(sizes, md5s)):
             return None
-        return self._keys[n - 1]
+        return self._hashed[n - 1][2]

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from twisted.internet.defer import Deferred
 from twisted.python import log
 
+from ..node.fileutil import write_atomically
 from .errors import S3Error
 from .key_ahead import KeyAhead
 
@@ -44,15 +45,6 @@ _UPLOAD_ID = re.compile(r"[A-Za-z0-9_-]{16,64}\Z")
 _COPY_BLOCK = 1024 * 1024
 #: Seconds a completed upload's answer is given again to a Complete retried.
 COMPLETED_KEPT_SECONDS = 600.0
-
-
-def _write_durably(path: str, data: bytes) -> None:
-    temporary = path + ".tmp"
-    with open(temporary, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(temporary, path)
 
 
 def disk_refused(error: OSError, what: str) -> S3Error:
@@ -127,7 +119,7 @@ class Staging:
         try:
             os.makedirs(self.root, mode=0o700, exist_ok=True)
             os.mkdir(path, 0o700)
-            _write_durably(os.path.join(path, "upload.json"), json.dumps(record).encode())
+            write_atomically(os.path.join(path, "upload.json"), json.dumps(record).encode())
             _sync_directory(self.root)
         except OSError as error:
             shutil.rmtree(path, ignore_errors=True)
@@ -192,10 +184,10 @@ class Staging:
                 os.unlink(temporary)
             raise
         try:
-            _write_durably(path + ".json", json.dumps(info).encode())
+            write_atomically(path + ".json", json.dumps(info).encode())
         except OSError:
             # new bytes, and the old record or none: no part under this number
-            for leftover in (path, path + ".json", path + ".json.tmp"):
+            for leftover in (path, path + ".json"):
                 try:
                     os.unlink(leftover)
                 except OSError:
