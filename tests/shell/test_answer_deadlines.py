@@ -43,3 +43,22 @@ def test_stop_leaves_no_timer() -> None:
     assert not clock.getDelayedCalls()
     clock.advance(60)
     assert not waiting.called
+
+
+def test_hasten_brings_an_answers_time_forward_and_tells_who_was_late() -> None:
+    """An answer hastened to 5 s from now is cancelled then (``late`` called first); one
+    whose own time comes sooner keeps it."""
+    clock = Clock()
+    late: list[Deferred] = []
+    deadlines = AnswerDeadlines(clock, 30, late.append)
+    slow, soon = Deferred(), Deferred()
+    deadlines.watch(slow)
+    clock.advance(27)
+    deadlines.watch(soon)
+    deadlines.hasten(slow, 5)
+    deadlines.hasten(soon, 5)
+    clock.advance(3)
+    assert _cancelled(slow) and late == [slow]
+    assert not soon.called
+    clock.advance(2)
+    assert _cancelled(soon) and late == [slow, soon]

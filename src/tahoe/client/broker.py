@@ -11,6 +11,13 @@ servers may be given shares (:meth:`StorageBroker.may_store`,
 unexpired certificate signed by a configured manager for their own key
 (``docs/formats/grid-manager.md``), as Tahoe 1.20's ``upload_permitted``.
 Reads, checks and servermap updates still use every server.
+
+A server that leaves a call unanswered too long (an upload's allocation,
+``client.share_push``; a call made to several servers at once,
+``client.stragglers``) is pinged (:meth:`StorageServerHandle.suspect`); unless
+it answers within :data:`PING_TIMEOUT` its connection is dropped, so it counts
+as not connected (and no upload waits for it) until a new connection answers.
+While the ping is out, uploads place no shares on it.
 """
 from __future__ import annotations
 
@@ -20,8 +27,10 @@ from typing import Any
 
 from foolscap.api import Tub
 from twisted.internet.defer import Deferred
+from twisted.internet.error import ConnectionLost
 from twisted.internet.interfaces import IReactorTime
 from twisted.python import log
+from twisted.python.failure import Failure
 
 from ..crypto.ed25519 import VerifyingKey
 from ..grid_manager.certificate import ANNOUNCEMENT_KEY, Finding, certified_until, \
@@ -34,6 +43,8 @@ from .storage_api import DISCONNECTED, StorageServerClient
 from .storage_foolscap import FoolscapStorageClient
 
 STORAGE_V1 = b"http://allmydata.org/tahoe/protocols/storage/v1"
+#: Seconds a suspected server has to answer a ping before its connection is dropped.
+PING_TIMEOUT = 10.0
 
 
 def maximum_immutable_share_size(version: Mapping[bytes, Any]) -> int | None:
@@ -87,6 +98,7 @@ class StorageServerHandle:
         self.managed = False
         self.certified_until: datetime | None = None
         self._refusal_logged: str | None = None
+        self._pinging = False
 
     @property
     def transport(self) -> str:
@@ -106,6 +118,16 @@ class StorageServerHandle:
     def is_connected(self) -> bool:
         """Whether a live connection and its version are in hand."""
         return self._storage is not None and self.version is not None
+
+    @property
+    def clock(self) -> IReactorTime:
+        """The reactor's clock (for timeouts of the calls made to this server)."""
+        return self._clock
+
+    @property
+    def suspected(self) -> bool:
+        """Whether a ping is out to this server after a call it left unanswered."""
+        return self._pinging
 
     @property
     def available_space(self) -> int | None:
@@ -186,6 +208,49 @@ class StorageServerHandle:
             on_change()
 
         self._reconnector = tub.connectTo(self.furl, connected)
+
+    def suspect(self, why: str) -> None:
+        """A call to this server went unanswered too long (``why``): ask its version now,
+        and drop the connection unless the answer comes within :data:`PING_TIMEOUT`
+        (a server that hangs with its connection open would otherwise hold every
+        upload up to the allocation timeout). One ping at a time."""
+        storage = self._storage
+        if storage is None or self._pinging:
+            return
+        self._pinging = True
+        log.msg(f"storage server {self.nickname!r}: {why}; pinging it")
+        d = storage.get_version()
+        timer = self._clock.callLater(PING_TIMEOUT, d.cancel)
+
+        def answered(version: dict) -> None:
+            if self._storage is storage:
+                self.version = version
+                self.last_received = self._clock.seconds()
+
+        def silent(failure: Failure) -> None:
+            if self._storage is storage:
+                self._drop(f"{why}, nor to a ping in {PING_TIMEOUT:g} s")
+
+        def done(_: Any) -> None:
+            self._pinging = False
+            if timer.active():
+                timer.cancel()
+        d.addCallbacks(answered, silent)
+        d.addBoth(done)
+
+    def _drop(self, why: str) -> None:
+        """Give up the connection (the server is hung): it is made again as after any loss."""
+        log.msg(f"storage server {self.nickname!r}: dropping its connection: {why}")
+        if self._https is not None:
+            self._https.drop(why)
+            return
+        rref = getattr(self._storage, "rref", None)
+        broker = getattr(getattr(rref, "tracker", None), "broker", None)
+        if broker is not None:
+            broker.shutdown(Failure(ConnectionLost(why)))
+            abort = getattr(broker.transport, "abortConnection", None)
+            if abort is not None:
+                abort()
 
     def stop(self) -> None:
         """Stop reconnecting, and close an HTTPS connection (a Foolscap one dies with its Tub)."""
@@ -271,9 +336,11 @@ class StorageBroker:
     def upload_candidates(self, storage_index: bytes,
                           accept: Callable[["StorageServerHandle"], bool] = lambda s: True
                           ) -> list["StorageServerHandle"]:
-        """:meth:`ring` restricted to the servers that :meth:`may_store` allows:
-        where immutable uploads and mutable publishes place shares."""
-        return self.ring(storage_index, lambda s: accept(s) and self.may_store(s))
+        """:meth:`ring` restricted to the servers that :meth:`may_store` allows and that
+        are not :attr:`~StorageServerHandle.suspected` of hanging: where immutable
+        uploads and mutable publishes place shares."""
+        return self.ring(storage_index,
+                         lambda s: accept(s) and not s.suspected and self.may_store(s))
 
     def may_store(self, server: "StorageServerHandle") -> bool:
         """Whether ``server`` may be given shares now: always without

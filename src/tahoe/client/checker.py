@@ -35,6 +35,7 @@ from ..util import base32
 from .broker import StorageBroker, StorageServerHandle
 from .check_results import immutable_results, lit_results, mutable_results
 from .mapupdate import add_lease, report_corrupt, survey
+from .stragglers import gather
 
 __all__ = ["Checker", "UncheckableCap"]
 
@@ -82,8 +83,8 @@ class Checker:
             secrets = self._secrets(si)
             for server in servers:
                 add_lease(server, si, secrets(server))
-        answers = await DeferredList([s.storage.get_buckets(si) for s in servers],
-                                     consumeErrors=True)
+        answers = await gather([(s, s.storage.get_buckets(si)) for s in servers],
+                               "a query for shares")
         sharemap: dict[int, set[str]] = {}
         corrupt: list[tuple[str, int]] = []
         advisories: list[Deferred] = []

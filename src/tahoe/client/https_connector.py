@@ -158,7 +158,13 @@ class HTTPSConnector:
         self._index += 1
         self._retry()
 
-    def _lost(self, client: HTTPSStorageClient) -> None:
+    def drop(self, why: str) -> None:
+        """Close the connection in use (the server does not answer on it) and reconnect
+        as after any loss; the welcome page says ``why``."""
+        if self._client is not None:
+            self._lost(self._client, why)
+
+    def _lost(self, client: HTTPSStorageClient, why: str = "connection lost") -> None:
         if self._stopped or client is not self._client:
             return
         client.stop()
@@ -170,7 +176,7 @@ class HTTPSConnector:
         if self._timer is not None and self._timer.active():
             self._timer.cancel()
         self._timer = None
-        self.last_error = "connection lost"
+        self.last_error = why
         self._retry()
         if was_connected:
             self._on_change()

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from twisted.internet.defer import Deferred, DeferredList
+from twisted.internet.defer import Deferred
 from twisted.python import log
 
 from ..crypto.lease_secrets import LeaseSecrets
@@ -28,6 +28,7 @@ from ..mutable.layout import PROBE_SIZE
 from ..mutable.reader import check_header
 from ..mutable.servermap import ServerMap
 from .broker import StorageServerHandle
+from .stragglers import gather
 
 __all__ = ["Probe", "report_corrupt", "survey", "add_lease"]
 
@@ -94,9 +95,9 @@ async def survey(storage_index: bytes, fingerprint: bytes,
     if lease_secrets is not None:
         for server in servers:
             add_lease(server, storage_index, lease_secrets(server))
-    answers = await DeferredList(
-        [s.storage.slot_readv(storage_index, [], [(0, probe.size)])
-         for s in servers], consumeErrors=True)
+    answers = await gather(
+        [(s, s.storage.slot_readv(storage_index, [], [(0, probe.size)])) for s in servers],
+        "a slot read")
     for server, (ok, result) in zip(servers, answers):
         sid = server.server_id.decode("ascii")
         if not ok:

@@ -51,7 +51,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from attrs import define
-from twisted.internet.defer import Deferred, DeferredLock, DeferredList
+from twisted.internet.defer import Deferred, DeferredLock
 from twisted.internet.task import deferLater
 from twisted.internet.threads import deferToThread
 from twisted.python import log
@@ -75,6 +75,7 @@ from .keypool import KeyPool
 from .broker import StorageBroker, StorageServerHandle
 from .mapupdate import Probe, report_corrupt, survey
 from .mutable_update import judge_write_answers, update_with_retries
+from .stragglers import gather
 
 WriteCap = SSKWriteCap | MDMFWriteCap
 ReadCap = SSKReadCap | MDMFReadCap | SSKWriteCap | MDMFWriteCap
@@ -289,10 +290,10 @@ class MutableFileNode:
             else:
                 reads.append((shnum, sid))
         if reads:
-            answers = await DeferredList(
-                [probe.servers[sid].storage.slot_readv(self.storage_index, [shnum], [(0, eof)])
-                 for shnum, sid in reads],
-                consumeErrors=True)
+            answers = await gather(
+                [(probe.servers[sid],
+                  probe.servers[sid].storage.slot_readv(self.storage_index, [shnum], [(0, eof)]))
+                 for shnum, sid in reads], "a share read")
             for (shnum, sid), (ok, result) in zip(reads, answers):
                 if ok and result.get(shnum):
                     shares[shnum] = result[shnum][0]
@@ -441,11 +442,11 @@ class MutableFileNode:
             lease = client.lease_secrets.for_server(self.storage_index, server.lease_seed)
             secrets = (keys.write_enabler(server.lease_seed), lease.renew, lease.cancel)
             tw = {w.shnum: w.to_wire() for w in writes}
-            calls.append(server.storage.slot_testv_and_readv_and_writev(
-                self.storage_index, secrets, tw, read_vector(self.format)))
+            calls.append((server, server.storage.slot_testv_and_readv_and_writev(
+                self.storage_index, secrets, tw, read_vector(self.format))))
             targets.append((server, set(tw)))
         self._written = None
-        answers = await DeferredList(calls, consumeErrors=True)
+        answers = await gather(calls, "a slot write")
         judge_write_answers(targets, answers, encoded.checkstring, needed)
         self.needed, self.total = needed, total
         self.share_size = len(encoded.shares[0].data)

@@ -32,7 +32,6 @@ import random
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from twisted.internet.defer import DeferredList
 from twisted.internet.task import deferLater
 from twisted.internet.threads import deferToThread
 from twisted.python import log
@@ -50,6 +49,7 @@ from ..mutable.update import (UpdatedVersion, UpdateNotInPlace, UpdatePlan, deco
 from ..util.hashutil import HASH_SIZE
 from .mapupdate import Probe
 from .storage_api import ServerGone
+from .stragglers import gather
 
 if TYPE_CHECKING:
     from .mutable import MutableFileNode
@@ -153,9 +153,10 @@ async def _read_old(node: "MutableFileNode", plan: UpdatePlan, holders: dict[int
         readv = [(0, len(version.checkstring))] + tree_reads
         if shnum in sources:
             readv += [plan.block_read(segnum) for segnum in kept]
-        calls.append(probe.servers[sid].storage.slot_readv(node.storage_index, [shnum], readv))
+        server = probe.servers[sid]
+        calls.append((server, server.storage.slot_readv(node.storage_index, [shnum], readv)))
         asked.append((shnum, sid))
-    answers = await DeferredList(calls, consumeErrors=True)
+    answers = await gather(calls, "a slot read")
     trees: dict[int, dict[int, bytes]] = {}
     entries: dict[int, dict[int, bytes]] = {segnum: {} for segnum in kept}
     base = plan.old_offsets.block_hash_tree
@@ -209,10 +210,10 @@ async def _write(node: "MutableFileNode", smap: ServerMap, probe: Probe, keys: M
         server = probe.servers[sid]
         lease = client.lease_secrets.for_server(node.storage_index, server.lease_seed)
         secrets = (keys.write_enabler(server.lease_seed), lease.renew, lease.cancel)
-        calls.append(server.storage.slot_testv_and_readv_and_writev(
-            node.storage_index, secrets, tw, read_vector(node.format)))
+        calls.append((server, server.storage.slot_testv_and_readv_and_writev(
+            node.storage_index, secrets, tw, read_vector(node.format))))
         targets.append((server, set(tw)))
-    answers = await DeferredList(calls, consumeErrors=True)
+    answers = await gather(calls, "a slot write")
     judge_write_answers(targets, answers, updated.checkstring, updated.version.needed)
 
 

@@ -24,12 +24,19 @@ What :class:`~tahoe.client.uploader.Uploader` runs for each attempt at an upload
    placed still reach the happiness target; otherwise every open writer is
    aborted. The servers that refused shares they do not hold (busy with
    another upload of the same file) are remembered for the uploader's retry.
+4. A server that does not answer its allocation is given up after
+   :data:`ALLOCATE_TIMEOUT`, or :data:`STRAGGLER_GRACE` after the upload became
+   happy without it (a hung server then costs an upload seconds, not half a
+   minute), and its shares are replaced as in 3. The broker is told
+   (:meth:`~tahoe.client.broker.StorageServerHandle.suspect`): unless the server
+   answers a ping at once, it counts as not connected, so the uploads after
+   this one do not wait for it.
 
 Facts: ``reference/storage-protocol.md`` §8, ``reference/immutable.md`` §7.5, §11.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from attrs import define, field
@@ -47,6 +54,7 @@ from .broker import StorageBroker, StorageServerHandle, maximum_immutable_share_
 from .errors import UploadUnhappinessError
 from .placement import place_shares, servers_of_happiness
 from .storage_api import ShareNotAllocated, quietly
+from .stragglers import STRAGGLER_GRACE
 from .uploadable import Uploadable
 
 #: Sources up to this size are hashed and encoded on the reactor thread.
@@ -89,6 +97,11 @@ class _Push:
     closed: set[int] = field(factory=set)
     closing: bool = False
     waiters: list[Deferred] = field(factory=list)
+    #: The allocation's answer, while awaited; when it was asked for.
+    answer: Deferred | None = None
+    asked_at: float = 0.0
+    #: Seconds the allocation went unanswered before the server was given up.
+    silent: float | None = None
 
     @property
     def name(self) -> str:
@@ -109,10 +122,13 @@ class AnswerDeadlines(Deadlines[Deferred]):
     given (an allocation's answer: the server is then replaced), with one timer for all.
 
     :param clock: the reactor's clock.
+    :param late: called with an answer just before it is cancelled.
     """
 
-    def __init__(self, clock: Any, timeout: float) -> None:
+    def __init__(self, clock: Any, timeout: float,
+                 late: Callable[[Deferred], None] = lambda answer: None) -> None:
         self._timeout = timeout
+        self._late = late
         self._deadlines: dict[Deferred, float] = {}
         super().__init__(clock, self._deadlines.__getitem__, self._expire)
 
@@ -120,6 +136,14 @@ class AnswerDeadlines(Deadlines[Deferred]):
         """Cancel ``answer`` unless it fires within the timeout."""
         self._deadlines[answer] = self.clock.seconds() + self._timeout
         super().watch(answer)
+
+    def hasten(self, answer: Deferred, within: float) -> None:
+        """Cancel ``answer`` unless it fires within ``within`` seconds from now (or its own
+        deadline, if that comes first)."""
+        if answer in self._deadlines:
+            when = min(self._deadlines[answer], self.clock.seconds() + within)
+            self._deadlines[answer] = when
+            self._arm(when)
 
     def stop(self) -> None:
         """Watch nothing any more."""
@@ -129,6 +153,7 @@ class AnswerDeadlines(Deadlines[Deferred]):
     def _expire(self, answer: Deferred) -> None:
         del self._deadlines[answer]
         if not answer.called:
+            self._late(answer)
             answer.cancel()
 
 
@@ -171,7 +196,7 @@ class SharePush:
         self._closes: list[Deferred] = []
         #: The share map and its happiness once every push ended (:meth:`_finish`).
         self._placed: tuple[dict[int, set[str]], int] | None = None
-        self._deadlines = AnswerDeadlines(clock, ALLOCATE_TIMEOUT)
+        self._deadlines = AnswerDeadlines(clock, ALLOCATE_TIMEOUT, self._answer_late)
 
     # -- selection
 
@@ -260,20 +285,41 @@ class SharePush:
             push.writers = dict(allocation.writers)
             d = allocation.answer
             answered = self._allocated
+        push.answer, push.asked_at = d, self.clock.seconds()
         self._deadlines.watch(d)
         d.addCallbacks(answered, self._push_failed, callbackArgs=(push,), errbackArgs=(push,))
         self._unanswered += 1
-        d.addBoth(self._one_answered)
+        d.addBoth(self._one_answered, push)
         return push
 
-    def _one_answered(self, result: Any) -> Any:
+    def _one_answered(self, result: Any, push: _Push) -> Any:
         """An allocation answered or failed (after its server's push took note)."""
+        push.answer = None
         self._unanswered -= 1
         if not self._unanswered:
             waiters, self._answered_waiters = self._answered_waiters, []
             for waiter in waiters:
                 waiter.callback(None)
+        else:
+            self._hasten_stragglers()
         return result
+
+    def _hasten_stragglers(self) -> None:
+        """Once the upload can be happy without the servers still silent, give each of
+        them :data:`STRAGGLER_GRACE` more seconds, not the rest of its timeout."""
+        silent = [p for p in self.pushes.values() if p.answer is not None and not p.failed]
+        if silent and self._can_still_be_happy(without={p.name for p in silent}):
+            for push in silent:
+                assert push.answer is not None
+                self._deadlines.hasten(push.answer, STRAGGLER_GRACE)
+
+    def _answer_late(self, answer: Deferred) -> None:
+        """An allocation's time is up (it is cancelled next): note how long its server was
+        silent, and have the broker check on the server."""
+        for push in self.pushes.values():
+            if push.answer is answer and not push.failed:
+                push.silent = self.clock.seconds() - push.asked_at
+                push.server.suspect(f"no answer to an allocation in {push.silent:.1f} s")
 
     def _written(self, answer: tuple[frozenset[int], frozenset[int]], push: _Push) -> None:
         """A whole-share push answered: as an allocation's answer, whose shares are
@@ -331,7 +377,8 @@ class SharePush:
     def _push_failed(self, failure: Failure, push: _Push) -> None:
         if push.failed:
             return
-        push.failed = f"{type(failure.value).__name__}: {failure.getErrorMessage()}"
+        push.failed = (f"no answer in {push.silent:.1f} s" if push.silent is not None
+                       else f"{type(failure.value).__name__}: {failure.getErrorMessage()}")
         log.msg(f"upload {self.si.hex()[:8]}: server {push.name} failed: {push.failed}")
         for writer in push.writers.values():
             quietly(writer.abort())
@@ -541,10 +588,12 @@ class SharePush:
                 names.append(server.nickname or server.server_id.decode("ascii")[:11])
         return names
 
-    def _can_still_be_happy(self) -> bool:
+    def _can_still_be_happy(self, without: Collection[str] = ()) -> bool:
+        """Whether the servers not failed (and not ``without``), with the spares left, may
+        still reach happiness."""
         possible: dict[int, set[str]] = {}
         for push in self.pushes.values():
-            if push.failed:
+            if push.failed or push.name in without:
                 continue
             for shnum in push.shares | push.already:
                 possible.setdefault(shnum, set()).add(push.name)
