@@ -10,12 +10,14 @@ Once space is back it takes shares again.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
+import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import attrs
@@ -27,6 +29,7 @@ from tahoe.caps.parse import parse_cap
 from tahoe.util import base32
 from tests.integration.storage_fixtures import start_pair, stop_pair
 from tests.integration.test_storage_protocol import error_names
+from tests.support.dirapi import WebAPI
 from tests.support.grid import Gateway, in_parallel
 from tests.support.nodes import Shares, TahoeTool, our_tahoe
 from tests.support.ournodes import create_storage_node, incoming_files, start_node
@@ -198,5 +201,90 @@ async def test_enospc_over_foolscap_is_a_storage_error(tmp_path: Path) -> None:
             assert {k: v for k, v in pair.tree().items() if k != "filler"} == kept
             readers = await pair.rref.callRemote("get_buckets", b"K" * 16)
             assert await readers[0].callRemote("read", 0, 700_000) == b"k" * 600_000
+        finally:
+            await stop_pair(pair)
+
+
+@contextlib.contextmanager
+def _read_only(storage: Path) -> Iterator[None]:
+    """``storage/shares`` read-only for the block: a read-only bind mount over it (a file
+    system remounted read-only after errors, which ``mount`` refuses to do to the tmpfs
+    while the server holds its files open for writing)."""
+    shares = str(storage / "shares")
+    for argv in (["mount", "--bind", shares, shares], ["mount", "-o", "remount,bind,ro", shares]):
+        subprocess.run(argv, check=True, capture_output=True, timeout=30)
+    try:
+        yield
+    finally:
+        subprocess.run(["umount", shares], check=True, capture_output=True, timeout=30)
+
+
+def _client_sees_space(grid: SmallDiskGrid, predicate: Callable[[int], bool], what: str) -> None:
+    """Reset the client's connection to the small disk's server (so that it asks its version
+    again) and wait until the space it reports satisfies ``predicate``."""
+    server = grid.servers[0]
+    server.proxy.kill()
+    server.proxy.revive()
+    wait_until(lambda: any(s["connection_status"] == server.connection_status
+                           and predicate(s["available_space"] or 0)
+                           for s in grid.client.welcome()["servers"]), 30, what)
+
+
+def test_read_only_disk_takes_no_shares_and_serves_what_it_has(
+        small_disk_grid: SmallDiskGrid) -> None:
+    """A storage disk remounted read-only (as a file system does after errors) reports no
+    space, so uploads and directories go to the others; its shares still serve reads; the
+    node keeps running, and once writable again it takes shares."""
+    grid = small_disk_grid
+    storage = grid.storage
+    small = os.urandom(100_000)
+    small_cap = grid.client.upload(small)
+    assert _shares_on(storage, small_cap)
+    kept = _tree(storage)
+    with _read_only(storage):
+        _client_sees_space(grid, lambda space: space == 0, "the read-only disk to report 0")
+        data = os.urandom(1_000_000)
+        cap = grid.client.upload(data)
+        assert not _shares_on(storage, cap)
+        assert grid.client.download(cap) == data
+        api = WebAPI(grid.client.url)
+        dircap = api.mkdir()
+        api.put(dircap, "child", b"c" * 1000)
+        assert set(api.children(dircap)) == {"child"}
+        assert grid.client.download(small_cap) == small
+        assert _tree(storage) == kept
+        assert grid.nodes[0].node.process.is_running()
+    _client_sees_space(grid, lambda space: space > 1_000_000, "the disk's space to be back")
+    assert _shares_on(storage, grid.client.upload(os.urandom(100_000)))
+
+
+@pytest_twisted.ensureDeferred
+async def test_read_only_disk_over_foolscap_is_a_storage_error(tmp_path: Path) -> None:
+    """A write to a disk gone read-only since its allocation fails with NoSpace saying so
+    (before: the clean-up's own error, a path of the server); the server then reports no
+    room and refuses new allocations; its closed share still reads back."""
+    require_root("mount")
+    with tmpfs(tmp_path / "storage", 2 * 1024 * 1024) as storage:
+        pair = await start_pair(storage)
+        try:
+            _, writers = await pair.rref.callRemote("allocate_buckets", b"R" * 16, b"r" * 32,
+                                                    b"c" * 32, {0, 1}, 100_000, Referenceable())
+            await writers[0].callRemote("write", 0, b"k" * 100_000)
+            await writers[0].callRemote("close")
+            with _read_only(storage):
+                with pytest.raises(RemoteException) as raised:
+                    await writers[1].callRemote("write", 0, b"x" * 100_000)
+                assert "NoSpace" in error_names(raised.value)
+                assert "read-only" in str(raised.value.failure.value)
+                await writers[1].callRemote("abort")
+                version = await pair.rref.callRemote("get_version")
+                v1 = version[b"http://allmydata.org/tahoe/protocols/storage/v1"]
+                assert v1[b"available-space"] == 0
+                _, granted = await pair.rref.callRemote(
+                    "allocate_buckets", b"S" * 16, b"r" * 32, b"c" * 32, {0}, 1000,
+                    Referenceable())
+                assert not granted
+                readers = await pair.rref.callRemote("get_buckets", b"R" * 16)
+                assert await readers[0].callRemote("read", 0, 200_000) == b"k" * 100_000
         finally:
             await stop_pair(pair)

@@ -186,7 +186,10 @@ class BucketWriter:
         except FileExistsError:
             raise
         except BaseException:
-            disk.remove_quietly(self._incoming)
+            # The file may be there in part; a disk that refused the write (read-only)
+            # may refuse this too, and the write's error is the one to answer with.
+            with contextlib.suppress(OSError):
+                disk.remove_quietly(self._incoming)
             raise
         self._made = True
 

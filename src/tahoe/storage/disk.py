@@ -8,6 +8,7 @@ write of several megabytes is one ``pwrite`` and never reads the file.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 from typing import Iterable, Iterator
@@ -205,10 +206,24 @@ def empty_directory(directory: str) -> None:
                 os.remove(entry.path)
 
 
+#: What a write answers when the disk cannot take it: full, over quota, or read-only.
+NO_ROOM = {errno.ENOSPC: "no space left on the storage server",
+           errno.EDQUOT: "the storage server's disk quota is exceeded",
+           errno.EROFS: "the storage server's file system is read-only"}
+
+
+def no_room(error: BaseException) -> str | None:
+    """Why the disk refused a write, when ``error`` says it cannot take one (see
+    :data:`NO_ROOM`); None for any other error."""
+    return NO_ROOM.get(error.errno) if isinstance(error, OSError) and error.errno else None
+
+
 def free_space_for_nonroot(path: str) -> int | None:
     """Bytes an unprivileged user may still write on the file system holding ``path``.
 
-    ``f_bavail * f_frsize`` from ``statvfs``; where there is no ``statvfs``,
+    ``f_bavail * f_frsize`` from ``statvfs``, and 0 on a file system mounted
+    read-only (a disk that went read-only after errors takes nothing, and the
+    server then refuses shares at allocation); where there is no ``statvfs``,
     the free space the platform reports to this user.
 
     :raises OSError: if the call fails.
@@ -217,4 +232,6 @@ def free_space_for_nonroot(path: str) -> int | None:
     if statvfs is None:
         return shutil.disk_usage(path).free
     stats = statvfs(path)
+    if stats.f_flag & getattr(os, "ST_RDONLY", 1):
+        return 0
     return stats.f_bavail * stats.f_frsize

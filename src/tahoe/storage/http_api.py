@@ -20,7 +20,6 @@ Tahoe 1.20 leaves such shares until the 30-minute inactivity timeout.
 """
 from __future__ import annotations
 
-import errno
 import functools
 import hmac
 import re
@@ -34,6 +33,7 @@ from twisted.python.failure import Failure
 from ..httpwire.server import ConnectionScope, HTTPError, Request, Response
 from ..stats.registry import TIMED_STORAGE_OPERATIONS, Statistics
 from ..util import base32
+from . import disk
 from . import http_messages as messages
 from .bucket import BucketWriter
 from .errors import (BadRequest, BadWriteEnablerError, BucketWriterClosed, ConflictingWriteError,
@@ -86,7 +86,7 @@ OCTET_HEADERS = [(b"content-type", messages.OCTET_STREAM.encode("ascii"))]
 
 def error_status(error: Exception) -> int:
     """The status a domain error is answered with (500 for anything unexpected)."""
-    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+    if disk.no_room(error):
         return 507
     for kind, status in ERROR_STATUS:
         if isinstance(error, kind):

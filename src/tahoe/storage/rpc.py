@@ -7,7 +7,6 @@ a writer is closed, the writer is aborted (``reference/storage-protocol.md`` §2
 from __future__ import annotations
 
 import contextlib
-import errno
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +14,7 @@ from foolscap.api import Referenceable
 from zope.interface import implementer
 
 from ..stats.registry import Statistics, storage_operation
+from . import disk
 from .bucket import BucketReader, BucketWriter
 from .errors import NoSpace
 from .immutable_container import HEADER_SIZE
@@ -25,13 +25,14 @@ from .server import StorageServer
 
 @contextlib.contextmanager
 def _full_disk_is_no_space() -> Iterator[None]:
-    """A disk (or quota) found full while writing is :class:`NoSpace`, as over HTTPS (507),
-    not an ``OSError`` carrying the server's file path to the client."""
+    """A disk (or quota) found full, or read-only, while writing is :class:`NoSpace`, as
+    over HTTPS (507), not an ``OSError`` carrying the server's file path to the client."""
     try:
         yield
     except OSError as error:
-        if error.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise NoSpace("no space left on the storage server") from None
+        reason = disk.no_room(error)
+        if reason:
+            raise NoSpace(reason) from None
         raise
 
 
