@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -483,3 +484,26 @@ def test_cp_local_file_onto_itself_is_refused(nodedir: Path, tmp_path: Path) -> 
     code, _, err = tahoe(nodedir, "cp", tmp_path / "f", tmp_path)
     assert code == 1 and err.endswith("would be copied onto itself\n")
     assert (tmp_path / "f").read_bytes() == b"keep me"
+
+
+def test_cp_recursive_warns_of_what_it_skips(fake: FakeDirGateway, nodedir: Path, work: str,
+                                            tmp_path: Path) -> None:
+    """A dangling symlink, a FIFO and a socket in a local tree are skipped, as in Tahoe, but
+    each with a warning (Tahoe says nothing); a FIFO is never opened (that would hang)."""
+    tree = tmp_path / "tree"
+    (tree / "sub").mkdir(parents=True)
+    (tree / "file").write_bytes(b"data")
+    (tree / "dangling").symlink_to(tmp_path / "nowhere")
+    os.mkfifo(tree / "fifo")
+    server = socket.socket(socket.AF_UNIX)
+    try:
+        server.bind(str(tree / "sub" / "sock"))
+        code, out, err = tahoe(nodedir, "cp", "-r", tree, "work:")
+    finally:
+        server.close()
+    assert (code, out) == (0, "Success: files copied\n")
+    assert err.splitlines() == [
+        f"WARNING: cannot copy dangling symlink '{tree}/dangling', skipped",
+        f"WARNING: cannot copy special file (FIFO) '{tree}/fifo', skipped",
+        f"WARNING: cannot copy special file (socket) '{tree}/sub/sock', skipped"]
+    assert grid_tree(fake, work) == {"tree/": b"", "tree/file": b"data", "tree/sub/": b""}

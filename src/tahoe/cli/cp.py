@@ -124,6 +124,11 @@ def _cp(args: argparse.Namespace, parser: ArgumentParser, stdout: TextIO, stderr
             stderr.write(message + "\n")
             stderr.flush()
 
+    def warn(message: str) -> None:
+        if not args.quiet:
+            stderr.write(message + "\n")
+            stderr.flush()
+
     gateway = gateway_from_args(args, env, parser)
     workers = workers_from(env, WORKERS_VARIABLE)
     target = find_target(gateway, destination, env)
@@ -132,7 +137,7 @@ def _cp(args: argparse.Namespace, parser: ArgumentParser, stdout: TextIO, stderr
         copy_file_to_file(gateway, sources[0], target, args.caps_only)
         message = "file copied"
     else:
-        expand_sources(gateway, sources, workers, progress)
+        expand_sources(gateway, sources, workers, progress, warn)
         files = sum(isinstance(source, FileSource) for source in sources)
         progress(f"attaching sources to targets, {files} files /"
                  f" {len(sources) - files} dirs in root")

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -192,7 +193,21 @@ def find_source(gateway: Gateway, spec: str, env: Mapping[str, str]) -> Source:
 
 # ---------------------------------------------------------------- expanding trees
 
-def _expand_local(directory: DirSource, progress: Callable[[str], None]) -> None:
+def _skipped(path: str) -> str:
+    """What a local entry that is neither a file nor a directory is, for the warning."""
+    if os.path.islink(path):
+        return "dangling symlink"
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return "entry that vanished"
+    kinds = ((stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "device"),
+             (stat.S_ISBLK, "device"))
+    return next((f"special file ({kind})" for test, kind in kinds if test(mode)), "special file")
+
+
+def _expand_local(directory: DirSource, progress: Callable[[str], None],
+                  warn: Callable[[str], None]) -> None:
     assert directory.local_path is not None
     stack = [directory]
     while stack:
@@ -220,7 +235,10 @@ def _expand_local(directory: DirSource, progress: Callable[[str], None]) -> None
                 stack.append(child)
             elif os.path.isfile(child_path):
                 node.children[name] = FileSource(name, local_path=child_path)
-            # anything else (a dangling link, a device, a pipe) is skipped, as in Tahoe
+            else:
+                # Skipped, as in Tahoe (which says nothing): a dangling link, a pipe, a device.
+                warn(f"WARNING: cannot copy {_skipped(child_path)} {quote_output(child_path)},"
+                     " skipped")
 
 
 def _add_grid_children(directory: DirSource, progress: Callable[[str], None]
@@ -250,10 +268,13 @@ def _add_grid_children(directory: DirSource, progress: Callable[[str], None]
 
 
 def expand_sources(gateway: Gateway, sources: list[Source], workers: int,
-                   progress: Callable[[str], None]) -> None:
+                   progress: Callable[[str], None],
+                   warn: Callable[[str], None] = lambda message: None) -> None:
     """Fill in the children of every directory source, recursively.
 
     Grid subdirectories are listed concurrently, ``workers`` requests at a time.
+    A local entry that is neither a file nor a directory is skipped, and ``warn``
+    told.
 
     :raises CLIError: for an unknown object, a listing error
         (``Error examining source directory: …``) or a directory inside itself.
@@ -279,7 +300,7 @@ def expand_sources(gateway: Gateway, sources: list[Source], workers: int,
     for source in sources:
         if isinstance(source, DirSource):
             if source.local_path is not None:
-                _expand_local(source, progress)
+                _expand_local(source, progress, warn)
             else:
                 pool.submit(lambda source=source: expand(source))  # type: ignore[misc]
     pool.wait()
