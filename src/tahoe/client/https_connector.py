@@ -35,6 +35,9 @@ RETRY_MOST = 60.0
 REFRESH = 60.0
 #: Seconds a ping (or any answer) may take before the connection is dropped.
 RESPONSE_TIMEOUT = 60.0
+#: Seconds to connect, and again to finish the TLS handshake (a server that hangs with its
+#: kernel still accepting connections never finishes it).
+CONNECT_TIMEOUT = 30.0
 #: Application versions of servers known to answer pipelined requests in order.
 PIPELINING_SERVERS = (b"tahoe-lafs-py/",)
 
@@ -64,8 +67,8 @@ def endpoint_for(nurl: NURL, clock: Any) -> Any:
     from twisted.internet.endpoints import HostnameEndpoint
 
     host = nurl.host.strip("[]")
-    return PinnedTLSEndpoint(HostnameEndpoint(clock, host, nurl.port, timeout=30),
-                             nurl.spki_hash)
+    return PinnedTLSEndpoint(HostnameEndpoint(clock, host, nurl.port, timeout=CONNECT_TIMEOUT),
+                             nurl.spki_hash, clock, CONNECT_TIMEOUT)
 
 
 class HTTPSConnector:

@@ -274,7 +274,7 @@ class HTTP1ClientProtocol(Protocol):
         else:
             self._fail_all(ConnectionGone(message))
         if not self.connected_deferred.called:
-            self.connected_deferred.errback(ConnectionGone("connection lost while connecting"))
+            self.connected_deferred.errback(ConnectionGone(f"{message} while connecting"))
         self.lost_deferred.callback(None)
 
     # -- parser callbacks
@@ -490,8 +490,10 @@ class PersistentConnection:
         return d
 
     def stop(self) -> None:
-        """Close the connection and open no more."""
+        """Close the connection and open no more; requests waiting for a connection being
+        opened fail at once (its handshake may never end: a hung server)."""
         self._stopped = True
         if self._protocol is not None:
             self._protocol.abort(ConnectionGone("connection stopped"))
             self._protocol = None
+        self._answer_waiters(Failure(ConnectionGone("connection stopped")))

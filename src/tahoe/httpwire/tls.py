@@ -346,11 +346,44 @@ class _MemoryTLS(Protocol):
 class PinnedTLSClient(_MemoryTLS):
     """The client side of :class:`_MemoryTLS`, accepting only the server key named by
     ``spki_hash`` (``threaded.check_pinned``): the HTTPS client's kept-open connections.
+
+    With a ``clock`` and a ``handshake_timeout``, a handshake not done that many
+    seconds after TCP connected fails the connection: a server that accepts
+    connections but never answers (hung, its kernel still accepting) would otherwise
+    hold the connection, and every request waiting for it, for good.
     """
 
-    def __init__(self, wrapped: Protocol, context: ssl.SSLContext, spki_hash: str) -> None:
+    def __init__(self, wrapped: Protocol, context: ssl.SSLContext, spki_hash: str,
+                 clock: Any = None, handshake_timeout: float | None = None) -> None:
         super().__init__(wrapped, context, server_side=False)
         self._spki_hash = spki_hash
+        self._clock = clock
+        self._handshake_timeout = handshake_timeout
+        self._handshake_timer: Any = None
+
+    def connectionMade(self) -> None:  # noqa: N802 (Twisted)
+        if self._clock is not None and self._handshake_timeout is not None:
+            self._handshake_timer = self._clock.callLater(self._handshake_timeout,
+                                                          self._handshake_expired)
+        super().connectionMade()
+
+    def _handshake_expired(self) -> None:
+        self._handshake_timer = None
+        if not self._ready and not self.disconnecting:
+            self._fail(TimeoutError(f"no TLS handshake within {self._handshake_timeout:g} s"))
+
+    def _stop_handshake_timer(self) -> None:
+        if self._handshake_timer is not None and self._handshake_timer.active():
+            self._handshake_timer.cancel()
+        self._handshake_timer = None
+
+    def _connect_wrapped(self) -> None:
+        self._stop_handshake_timer()
+        super()._connect_wrapped()
+
+    def connectionLost(self, reason: Failure = connectionDone) -> None:  # noqa: N802
+        self._stop_handshake_timer()
+        super().connectionLost(reason)
 
     def _peer_accepted(self) -> bool:
         # (imported here: a storage node, which needs this module's server side only,
@@ -445,16 +478,20 @@ def send_now(transport: Any, data: bytes) -> bytes:
 
 
 class _PinnedTLSFactory(Factory):
-    def __init__(self, factory: Any, context: ssl.SSLContext, spki_hash: str) -> None:
+    def __init__(self, factory: Any, context: ssl.SSLContext, spki_hash: str, clock: Any,
+                 handshake_timeout: float | None) -> None:
         self._factory = factory
         self._context = context
         self._spki_hash = spki_hash
+        self._clock = clock
+        self._handshake_timeout = handshake_timeout
 
     def buildProtocol(self, addr: Any) -> Protocol | None:  # noqa: N802 (Twisted)
         wrapped = self._factory.buildProtocol(addr)
         if wrapped is None:
             return None
-        return PinnedTLSClient(wrapped, self._context, self._spki_hash)
+        return PinnedTLSClient(wrapped, self._context, self._spki_hash, self._clock,
+                               self._handshake_timeout)
 
 
 @implementer(IStreamClientEndpoint)
@@ -462,16 +499,22 @@ class PinnedTLSEndpoint:
     """Connections over ``tcp`` (an endpoint) with :class:`PinnedTLSClient` on top.
 
     :param spki_hash: 43 characters of URL-safe base64 (a NURL's user part).
+    :param clock: with ``handshake_timeout``: a handshake not done that many seconds
+        after TCP connected fails the connection (:class:`PinnedTLSClient`).
     """
 
-    def __init__(self, tcp: IStreamClientEndpoint, spki_hash: str) -> None:
+    def __init__(self, tcp: IStreamClientEndpoint, spki_hash: str, clock: Any = None,
+                 handshake_timeout: float | None = None) -> None:
         self._tcp = tcp
         self._spki_hash = spki_hash
         self._context = client_context()
+        self._clock = clock
+        self._handshake_timeout = handshake_timeout
 
     def connect(self, factory: Any) -> Deferred:
         """Connect; fires with the protocol ``factory`` built (before the handshake ends:
         it is connected once it did)."""
-        d = self._tcp.connect(_PinnedTLSFactory(factory, self._context, self._spki_hash))
+        d = self._tcp.connect(_PinnedTLSFactory(factory, self._context, self._spki_hash,
+                                                self._clock, self._handshake_timeout))
         d.addCallback(lambda tls: tls.wrapped)
         return d
