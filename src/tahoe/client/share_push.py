@@ -28,9 +28,9 @@ What :class:`~tahoe.client.uploader.Uploader` runs for each attempt at an upload
    :data:`ALLOCATE_TIMEOUT`, or :data:`STRAGGLER_GRACE` after the upload became
    happy without it (a hung server then costs an upload seconds, not half a
    minute), and its shares are replaced as in 3. The broker is told
-   (:meth:`~tahoe.client.broker.StorageServerHandle.suspect`): unless the server
-   answers a ping at once, it counts as not connected, so the uploads after
-   this one do not wait for it.
+   (:meth:`~tahoe.client.broker.StorageServerHandle.suspect`): no upload places
+   shares on the server until it answers a ping, and unless it answers within
+   :data:`~tahoe.client.broker.PING_TIMEOUT` it is disconnected.
 
 Facts: ``reference/storage-protocol.md`` §8, ``reference/immutable.md`` §7.5, §11.
 """
