@@ -8,13 +8,16 @@ upload waited for it until the connection's response timeout (60 s) or the
 allocation timeout (30 s). Now the first operation gives up on it a few seconds
 after the others answered (``client.stragglers``), the server is pinged and
 dropped, and what follows does not wait for it at all; once it runs again, the
-client connects to it again and gives it shares.
+client connects to it again and gives it shares. A server stopped in the middle of
+a large upload is given up 5 s after it stopped taking data, not after a minute.
 """
 from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
+from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +27,7 @@ from tahoe.client.broker import PING_TIMEOUT
 from tahoe.client.stragglers import STRAGGLER_GRACE
 from tests.integration.test_local_grid import all_servers_back, share_files  # noqa: F401
 from tests.support.dirapi import WebAPI
+from tests.support.ournodes import incoming_files
 from tests.support.processes import wait_until
 from tests.support.proxied_grid import ProxiedGrid
 
@@ -89,3 +93,34 @@ def test_a_hung_server_holds_operations_up_once(all_servers_back: ProxiedGrid,  
     cap = grid.client.upload(os.urandom(1000))
     holders = {path.parents[4].name for path in share_files(grid, cap)}
     assert hung.basedir.name in holders, holders
+
+
+def test_a_server_hung_in_the_middle_of_an_upload_is_given_up(
+        all_servers_back: ProxiedGrid) -> None:  # noqa: F811
+    """Stopped once its share of a 40 MB upload is partly written: the upload completes on
+    the nine others a few seconds later (before: the connection's timeout, 60 s)."""
+    grid = all_servers_back
+    node = grid.storage_nodes[8]
+    storage = Path(node.node.basedir) / "storage"
+    data = os.urandom(40_000_000)
+    result: list[Any] = []
+    started = time.monotonic()
+    thread = threading.Thread(target=lambda: result.append(grid.client.upload(data, 120)),
+                              daemon=True)
+    thread.start()
+    pid = node.node.process.pid
+    try:
+        wait_until(lambda: any(p.stat().st_size > 1_000_000 for p in incoming_files(storage)),
+                   30, "the share to be partly written", ignore=(FileNotFoundError,))
+        os.kill(pid, signal.SIGSTOP)
+        stopped = time.monotonic()
+        thread.join(120)
+        took = time.monotonic() - stopped
+        assert result, f"the upload did not end within {time.monotonic() - started:.0f} s"
+        assert took < FIRST_LIMIT, f"the upload ended {took:.1f} s after the server stopped"
+        (cap,) = result
+        assert grid.client.download(cap) == data
+        assert len(share_files(grid, cap)) == 9
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    grid.client.wait_for_servers(len(grid.servers), 60)

@@ -30,7 +30,11 @@ What :class:`~tahoe.client.uploader.Uploader` runs for each attempt at an upload
    minute), and its shares are replaced as in 3. The broker is told
    (:meth:`~tahoe.client.broker.StorageServerHandle.suspect`): no upload places
    shares on the server until it answers a ping, and unless it answers within
-   :data:`~tahoe.client.broker.PING_TIMEOUT` it is disconnected.
+   :data:`~tahoe.client.broker.PING_TIMEOUT` it is disconnected. The same for a
+   server that stops taking share data: while the upload waits on its window or
+   its closes, :data:`STRAGGLER_GRACE` without progress from it, when the upload
+   can be happy without it, fails it (before: the connection's response
+   timeout, a minute).
 
 Facts: ``reference/storage-protocol.md`` §8, ``reference/immutable.md`` §7.5, §11.
 """
@@ -102,6 +106,8 @@ class _Push:
     asked_at: float = 0.0
     #: Seconds the allocation went unanswered before the server was given up.
     silent: float | None = None
+    #: When the server last acknowledged share data (or was asked for its allocation).
+    last_progress: float = 0.0
 
     @property
     def name(self) -> str:
@@ -193,7 +199,7 @@ class SharePush:
         #: Allocations asked for and not yet answered (nor failed), and who waits for none.
         self._unanswered = 0
         self._answered_waiters: list[Deferred] = []
-        self._closes: list[Deferred] = []
+        self._closes: list[tuple[_Push, Deferred]] = []
         #: The share map and its happiness once every push ended (:meth:`_finish`).
         self._placed: tuple[dict[int, set[str]], int] | None = None
         self._deadlines = AnswerDeadlines(clock, ALLOCATE_TIMEOUT, self._answer_late)
@@ -286,6 +292,7 @@ class SharePush:
             d = allocation.answer
             answered = self._allocated
         push.answer, push.asked_at = d, self.clock.seconds()
+        push.last_progress = push.asked_at
         self._deadlines.watch(d)
         d.addCallbacks(answered, self._push_failed, callbackArgs=(push,), errbackArgs=(push,))
         self._unanswered += 1
@@ -333,6 +340,7 @@ class SharePush:
             return
         already, allocated = answer
         push.allocated = True
+        push.last_progress = self.clock.seconds()
         push.already = set(already)
         for shnum in list(push.shares):
             sent = push.unconfirmed.pop(shnum, [])
@@ -436,6 +444,7 @@ class SharePush:
                                errbackArgs=(push, len(data)))
 
     def _acked(self, _: Any, push: _Push, length: int) -> None:
+        push.last_progress = self.clock.seconds()
         push.outstanding = max(0, push.outstanding - length)
         if push.backlog() <= WINDOW_BYTES:
             push.wake()
@@ -453,9 +462,45 @@ class SharePush:
             while not push.failed and push.backlog() > WINDOW_BYTES and self.aborted is None:
                 d: Deferred = Deferred()
                 push.waiters.append(d)
-                await d
+                await self._unless_stalled(d, [push], "share data")
         if self.aborted:
             raise UploadUnhappinessError(self.aborted, *self._counts())
+
+    async def _unless_stalled(self, waiting: Deferred, pushes: list[_Push], what: str) -> None:
+        """Wait for ``waiting``; meanwhile, a push among ``pushes`` that made no progress
+        for :data:`STRAGGLER_GRACE` seconds is failed if the upload can be happy without
+        it (its server suspected), which ends the wait (it wakes its waiters)."""
+        ended: Deferred = Deferred()
+        waiting.addBoth(lambda result: ended.called or ended.callback(None))
+
+        def check() -> None:
+            nonlocal timer
+            timer = None
+            if ended.called:
+                return
+            now = self.clock.seconds()
+            stalled = [p for p in pushes if not p.failed
+                       and now - p.last_progress >= STRAGGLER_GRACE]
+            if stalled and self._can_still_be_happy(without={p.name for p in stalled}):
+                for push in stalled:
+                    why = f"no progress with {what} in {now - push.last_progress:.1f} s"
+                    push.server.suspect(why)
+                    self._push_failed(Failure(TimeoutError(why)), push)
+                if not ended.called:
+                    ended.callback(None)
+                return
+            live = [p.last_progress for p in pushes if not p.failed]
+            if live:
+                timer = self.clock.callLater(
+                    max(0.1, min(live) + STRAGGLER_GRACE - now), check)
+
+        timer: Any = None
+        check()
+        try:
+            await ended
+        finally:
+            if timer is not None and timer.active():
+                timer.cancel()
 
     def _encode_segment(self, segnum: int) -> EncodedSegment:
         geometry = self.encoder.geometry
@@ -515,7 +560,7 @@ class SharePush:
             d = writer.close()
             d.addCallbacks(self._closed, self._push_failed, callbackArgs=(push, shnum),
                            errbackArgs=(push,))
-            self._closes.append(d)
+            self._closes.append((push, d))
 
     async def _finish(self) -> None:
         # Every byte is queued: close what is allocated now, the rest as writers arrive.
@@ -525,10 +570,13 @@ class SharePush:
                 self._close_push(push)
         await self._allocations_answered()
         while True:
-            pending = [d for d in self._closes if not d.called]
+            pending = [d for push, d in self._closes if not d.called and not push.failed]
             if not pending:
                 break
-            await DeferredList(pending, consumeErrors=True)
+            closing = [p for p in self.pushes.values()
+                       if p.closing and not p.failed and p.writers.keys() - p.closed]
+            await self._unless_stalled(DeferredList(pending, consumeErrors=True), closing,
+                                       "closing its shares")
         sharemap = self._sharemap()
         happiness = servers_of_happiness(sharemap)
         self._placed = (sharemap, happiness)
@@ -551,6 +599,7 @@ class SharePush:
 
     def _closed(self, _: Any, push: _Push, shnum: int) -> None:
         push.closed.add(shnum)
+        push.last_progress = self.clock.seconds()
 
     # -- accounting
 
