@@ -106,7 +106,8 @@ class _Push:
     asked_at: float = 0.0
     #: Seconds the allocation went unanswered before the server was given up.
     silent: float | None = None
-    #: When the server last acknowledged share data (or was asked for its allocation).
+    #: When the server last acknowledged share data, or was last given something to do
+    #: with nothing outstanding (asked for its allocation, sent data, asked to close).
     last_progress: float = 0.0
 
     @property
@@ -438,6 +439,8 @@ class SharePush:
             if not push.allocated:
                 push.unconfirmed.setdefault(shnum, []).extend(chunks)
             for offset, data in chunks:
+                if not push.outstanding:  # owing from now: its silence counts from here
+                    push.last_progress = self.clock.seconds()
                 push.outstanding += len(data)
                 d = writer.write(offset, data)
                 d.addCallbacks(self._acked, self._write_failed, callbackArgs=(push, len(data)),
@@ -462,14 +465,16 @@ class SharePush:
             while not push.failed and push.backlog() > WINDOW_BYTES and self.aborted is None:
                 d: Deferred = Deferred()
                 push.waiters.append(d)
-                await self._unless_stalled(d, [push], "share data")
+                await self._unless_stalled(d, [push], lambda p: p.backlog() > WINDOW_BYTES,
+                                           "share data")
         if self.aborted:
             raise UploadUnhappinessError(self.aborted, *self._counts())
 
-    async def _unless_stalled(self, waiting: Deferred, pushes: list[_Push], what: str) -> None:
-        """Wait for ``waiting``; meanwhile, a push among ``pushes`` that made no progress
-        for :data:`STRAGGLER_GRACE` seconds is failed if the upload can be happy without
-        it (its server suspected), which ends the wait (it wakes its waiters)."""
+    async def _unless_stalled(self, waiting: Deferred, pushes: list[_Push],
+                              owes: Callable[[_Push], bool], what: str) -> None:
+        """Wait for ``waiting``; meanwhile, a push among ``pushes`` that still ``owes``
+        something and made no progress for :data:`STRAGGLER_GRACE` seconds is failed if
+        the upload can be happy without it (its server suspected), which ends the wait."""
         ended: Deferred = Deferred()
         waiting.addBoth(lambda result: ended.called or ended.callback(None))
 
@@ -479,8 +484,8 @@ class SharePush:
             if ended.called:
                 return
             now = self.clock.seconds()
-            stalled = [p for p in pushes if not p.failed
-                       and now - p.last_progress >= STRAGGLER_GRACE]
+            owing = [p for p in pushes if not p.failed and owes(p)]
+            stalled = [p for p in owing if now - p.last_progress >= STRAGGLER_GRACE]
             if stalled and self._can_still_be_happy(without={p.name for p in stalled}):
                 for push in stalled:
                     why = f"no progress with {what} in {now - push.last_progress:.1f} s"
@@ -489,7 +494,7 @@ class SharePush:
                 if not ended.called:
                     ended.callback(None)
                 return
-            live = [p.last_progress for p in pushes if not p.failed]
+            live = [p.last_progress for p in owing]
             if live:
                 timer = self.clock.callLater(
                     max(0.1, min(live) + STRAGGLER_GRACE - now), check)
@@ -556,6 +561,7 @@ class SharePush:
         if push.failed or push.closing:
             return
         push.closing = True
+        push.last_progress = self.clock.seconds()
         for shnum, writer in push.writers.items():
             d = writer.close()
             d.addCallbacks(self._closed, self._push_failed, callbackArgs=(push, shnum),
@@ -573,9 +579,9 @@ class SharePush:
             pending = [d for push, d in self._closes if not d.called and not push.failed]
             if not pending:
                 break
-            closing = [p for p in self.pushes.values()
-                       if p.closing and not p.failed and p.writers.keys() - p.closed]
+            closing = [p for p in self.pushes.values() if p.closing]
             await self._unless_stalled(DeferredList(pending, consumeErrors=True), closing,
+                                       lambda p: bool(p.writers.keys() - p.closed),
                                        "closing its shares")
         sharemap = self._sharemap()
         happiness = servers_of_happiness(sharemap)
