@@ -494,10 +494,11 @@ class SharePush:
                 if not ended.called:
                     ended.callback(None)
                 return
-            live = [p.last_progress for p in owing]
-            if live:
-                timer = self.clock.callLater(
-                    max(0.1, min(live) + STRAGGLER_GRACE - now), check)
+            if owing:
+                # Next when the earliest may stall; a stall the upload cannot do without
+                # is looked at again a grace later (the connection may time out first).
+                delay = min(p.last_progress for p in owing) + STRAGGLER_GRACE - now
+                timer = self.clock.callLater(delay if delay > 0 else STRAGGLER_GRACE, check)
 
         timer: Any = None
         check()
