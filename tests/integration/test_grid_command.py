@@ -264,3 +264,30 @@ def test_foreground_grid_survives_a_node_and_takes_back_its_restart(grid_dir: Pa
         if runner.poll() is None:
             runner.kill()
             runner.wait()
+
+
+def test_restarts_of_several_nodes_at_once_keep_every_pid(grid_dir: Path) -> None:
+    """``tahoe grid restart`` of each storage node at the same time (separate processes):
+    every one succeeds, and grid.json records each new PID, so that stop stops them all
+    (before, the last to write dropped the others' PIDs, leaving processes no command
+    knew of)."""
+    if not (grid_dir / "grid.json").exists():
+        pytest.skip("needs the grid made by test_start_status_stop")
+    assert tahoe("grid", "start", grid_dir).returncode == 0
+    names = [f"storage{i}" for i in range(1, STORAGE_NODES + 1)]
+    started: dict[str, int] = {}
+    try:
+        restarts = {name: subprocess.Popen([str(our_tahoe()), "grid", "restart", str(grid_dir),
+                                            name], stdin=subprocess.DEVNULL,
+                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                           text=True)
+                    for name in names}
+        for name, process in restarts.items():
+            out, err = process.communicate(timeout=GRID_TIMEOUT)
+            assert process.returncode == 0, err
+            started[name] = int(out.rsplit("(pid ", 1)[1].split(")")[0])
+        assert {name: node_pid(grid_dir, name) for name in names} == started
+    finally:
+        assert tahoe("grid", "stop", grid_dir).returncode == 0
+    assert not [pid for pid in started.values() if process_alive(pid)]
+    assert live_pids(grid_dir) == []

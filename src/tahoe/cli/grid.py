@@ -50,7 +50,8 @@ from .grid_create import (DEFAULT_STORAGE_NODES, GridError, PortSource, create_n
                           default_shares, new_grid, parse_shares, set_config_value,
                           write_introducer)
 from .grid_processes import (GridFileError, NodeFailed, NodeRecord, WaitTimeout,
-                             read_grid_file, spawn, stop_nodes, wait_until, write_grid_file)
+                             read_grid_file, spawn, stop_nodes, update_node_record, wait_until,
+                             write_grid_file)
 
 __all__ = ["run", "default_shares", "parse_shares", "PortSource", "set_config_value"]
 
@@ -313,9 +314,9 @@ def _restart(grid_dir: str, name: str, timeout: float, env: Mapping[str, str],
         with contextlib.suppress(FileNotFoundError):
             os.unlink(os.path.join(node.basedir, "node.url"))
     spawn(node, env, hold_stdin=False)
-    # Only this node's record changes (another command may run the rest of the grid).
-    _, current = read_grid_file(grid_dir)
-    write_grid_file(grid_dir, settings, [node if n.name == name else n for n in current])
+    # Only this node's record changes (another command may run the rest of the grid, or
+    # restart another node at the same time).
+    update_node_record(grid_dir, settings, node)
     deadline = time.monotonic() + timeout
     try:
         if node.web_port:

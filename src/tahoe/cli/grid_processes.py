@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 __all__ = ["GRID_FILE", "GridFileError", "NodeRecord", "NodeFailed", "WaitTimeout",
            "process_start_time", "pid_alive", "spawn", "stop_nodes", "wait_until",
-           "read_grid_file", "write_grid_file"]
+           "read_grid_file", "update_node_record", "write_grid_file"]
 
 T = TypeVar("T")
 
@@ -285,11 +285,26 @@ def read_grid_file(grid_dir: str) -> tuple[dict[str, Any], list[NodeRecord]]:
 def write_grid_file(grid_dir: str, settings: Mapping[str, Any],
                     nodes: Iterable[NodeRecord]) -> None:
     """Write ``grid.json`` atomically: the settings and every node's record."""
+    from ..node.fileutil import write_atomically
     document = {**settings, "format": GRID_FILE_FORMAT,
                 "nodes": [node.to_json() for node in nodes]}
-    path = os.path.join(grid_dir, GRID_FILE)
-    temporary = path + ".tmp"
-    with open(temporary, "w", encoding="utf-8") as f:
-        json.dump(document, f, indent=1)
-        f.write("\n")
-    os.replace(temporary, path)
+    write_atomically(os.path.join(grid_dir, GRID_FILE),
+                     json.dumps(document, indent=1) + "\n", durable=False)
+
+
+def update_node_record(grid_dir: str, settings: Mapping[str, Any], node: NodeRecord) -> None:
+    """Replace one node's record in ``grid.json``, keeping the others as they are now.
+
+    The read and the write hold an exclusive lock on the grid directory, so that
+    ``tahoe grid restart`` of several nodes at once (each its own process) keeps every
+    one's new PID; without it, the last to write dropped the others'.
+    """
+    import fcntl
+    lock = os.open(grid_dir, os.O_RDONLY)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _, current = read_grid_file(grid_dir)
+        write_grid_file(grid_dir, settings,
+                        [node if n.name == node.name else n for n in current])
+    finally:
+        os.close(lock)
