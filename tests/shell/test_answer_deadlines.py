@@ -4,7 +4,7 @@ from __future__ import annotations
 from twisted.internet.defer import CancelledError, Deferred
 from twisted.internet.task import Clock
 
-from tahoe.client.share_push import AnswerDeadlines
+from tahoe.client.stragglers import AnswerDeadlines
 
 
 def _cancelled(d: Deferred) -> bool:

@@ -16,7 +16,7 @@ import os
 from collections.abc import Mapping
 from typing import TextIO
 
-from ..node.fileutil import write_atomically
+from ..node.fileutil import append_line
 from .aliases import check_alias_name, quote_output
 from .dircaps import normalize_dircap
 from .errors import CLIError, LocalFileError
@@ -38,21 +38,14 @@ def check_new_alias(nodedir: str, alias: str) -> str:
 
 
 def append_alias(nodedir: str, name: str, cap: str) -> None:
-    """Append ``name: cap`` to ``nodedir/private/aliases``, replacing the file atomically.
+    """Append ``name: cap`` to ``nodedir/private/aliases``, replacing the file atomically
+    (under a lock on its directory: two commands at once both add theirs).
 
     :raises LocalFileError: if the file cannot be read or written.
     """
     path = os.path.join(nodedir, "private", "aliases")
     try:
-        try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        except FileNotFoundError:
-            text = ""
-        if text and not text.endswith("\n"):
-            text += "\n"
-        text += f"{name}: {cap}\n"
-        write_atomically(path, text, mode=0o600)  # caps: owner only
+        append_line(path, f"{name}: {cap}\n", mode=0o600)  # caps: owner only
     except (OSError, UnicodeDecodeError) as e:
         reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         raise LocalFileError(f"Error: cannot write the alias file {path}: {reason}") from None

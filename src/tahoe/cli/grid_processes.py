@@ -299,12 +299,8 @@ def update_node_record(grid_dir: str, settings: Mapping[str, Any], node: NodeRec
     ``tahoe grid restart`` of several nodes at once (each its own process) keeps every
     one's new PID; without it, the last to write dropped the others'.
     """
-    import fcntl
-    lock = os.open(grid_dir, os.O_RDONLY)
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    from ..node.fileutil import directory_lock
+    with directory_lock(grid_dir):
         _, current = read_grid_file(grid_dir)
         write_grid_file(grid_dir, settings,
                         [node if n.name == node.name else n for n in current])
-    finally:
-        os.close(lock)

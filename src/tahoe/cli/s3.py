@@ -88,32 +88,16 @@ def _existing_keys(path: str) -> set[str]:
 
 
 def _append(path: str, line: str) -> None:
-    """Add ``line`` to the accounts file, whole or not at all: the file with the line is
-    written beside it and renamed over it (a disk that fills mid-write leaves the old
-    file, never a cut line that would keep the gateway from starting), under a lock on
-    its directory so that two commands at once both add theirs.
+    """Add ``line`` to the accounts file, whole or not at all
+    (:func:`~tahoe.node.fileutil.append_line`: never a cut line that would keep the
+    gateway from starting; two commands at once both add theirs).
 
     :raises CLIError: when the file cannot be written (nothing was added).
     """
-    import fcntl
-
-    from ..node.fileutil import write_atomically
-    directory = os.path.dirname(path) or "."
+    from ..node.fileutil import append_line
     try:
-        os.makedirs(directory, exist_ok=True)
-        lock = os.open(directory, os.O_RDONLY)
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                with open(path, encoding="utf-8") as f:
-                    old = f.read()
-            except FileNotFoundError:
-                old = _HEADER
-            if old and not old.endswith("\n"):
-                old += "\n"
-            write_atomically(path, old + line, mode=0o600)
-        finally:
-            os.close(lock)
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        append_line(path, line, mode=0o600, header=_HEADER)
     except (OSError, UnicodeDecodeError) as e:
         raise CLIError(f"Error: cannot write the S3 accounts file {path}:"
                        f" {getattr(e, 'strerror', None) or e}; no account was added") from None

@@ -342,6 +342,28 @@ class StorageBroker:
         return self.ring(storage_index,
                          lambda s: accept(s) and not s.suspected and self.may_store(s))
 
+    def not_candidates(self, share_size: int) -> str:
+        """Why the servers known but not :meth:`upload_candidates` for shares of
+        ``share_size`` bytes cannot be given one, for an upload's error (``": 2 not
+        connected, 1 with no room..."``, or nothing): not connected, no room,
+        suspected of hanging, not certified."""
+        disconnected = full = suspected = uncertified = 0
+        for server in self.servers.values():
+            if not server.is_connected:
+                disconnected += 1
+            elif (server.maximum_immutable_share_size or 0) < share_size:
+                full += 1
+            elif server.suspected:
+                suspected += 1
+            elif not self.may_store(server):
+                uncertified += 1
+        found = [f"{n} {reason}" for n, reason in (
+            (disconnected, "not connected"),
+            (full, f"with no room for a share of {share_size:,} bytes (full or read-only)"),
+            (suspected, "not answering"),
+            (uncertified, "without a valid Grid Manager certificate")) if n]
+        return f": {', '.join(found)}" if found else ""
+
     def may_store(self, server: "StorageServerHandle") -> bool:
         """Whether ``server`` may be given shares now: always without
         ``[grid_managers]``; otherwise only while one of its certificates

@@ -50,7 +50,6 @@ from twisted.python import log
 from twisted.python.failure import Failure
 
 from ..caps.immutable import CHKReadCap
-from ..httpwire.deadline import Deadlines
 from ..crypto.lease_secrets import ClientLeaseSecrets
 from ..immutable.encoder import EncodedSegment, EncodedTrailer, ImmutableEncoder
 from ..immutable.params import EncodingParameters
@@ -58,7 +57,7 @@ from .broker import StorageBroker, StorageServerHandle, maximum_immutable_share_
 from .errors import UploadUnhappinessError
 from .placement import place_shares, servers_of_happiness
 from .storage_api import ShareNotAllocated, quietly
-from .stragglers import STRAGGLER_GRACE
+from .stragglers import STRAGGLER_GRACE, AnswerDeadlines, unless_stalled
 from .uploadable import Uploadable
 
 #: Sources up to this size are hashed and encoded on the reactor thread.
@@ -124,46 +123,6 @@ class _Push:
             d.callback(None)
 
 
-class AnswerDeadlines(Deadlines[Deferred]):
-    """Cancels each Deferred watched that has not fired ``timeout`` seconds after it was
-    given (an allocation's answer: the server is then replaced), with one timer for all.
-
-    :param clock: the reactor's clock.
-    :param late: called with an answer just before it is cancelled.
-    """
-
-    def __init__(self, clock: Any, timeout: float,
-                 late: Callable[[Deferred], None] = lambda answer: None) -> None:
-        self._timeout = timeout
-        self._late = late
-        self._deadlines: dict[Deferred, float] = {}
-        super().__init__(clock, self._deadlines.__getitem__, self._expire)
-
-    def watch(self, answer: Deferred) -> None:
-        """Cancel ``answer`` unless it fires within the timeout."""
-        self._deadlines[answer] = self.clock.seconds() + self._timeout
-        super().watch(answer)
-
-    def hasten(self, answer: Deferred, within: float) -> None:
-        """Cancel ``answer`` unless it fires within ``within`` seconds from now (or its own
-        deadline, if that comes first)."""
-        if answer in self._deadlines:
-            when = min(self._deadlines[answer], self.clock.seconds() + within)
-            self._deadlines[answer] = when
-            self._arm(when)
-
-    def stop(self) -> None:
-        """Watch nothing any more."""
-        super().stop()
-        self._deadlines.clear()
-
-    def _expire(self, answer: Deferred) -> None:
-        del self._deadlines[answer]
-        if not answer.called:
-            self._late(answer)
-            answer.cancel()
-
-
 class SharePush:
     """The state of one CHK upload in flight: its allocations, writes and closes."""
 
@@ -212,24 +171,6 @@ class SharePush:
         return self.broker.upload_candidates(
             self.si, lambda s: (s.maximum_immutable_share_size or 0) >= size)
 
-    def _unusable(self) -> str:
-        """Why the servers known but not candidates cannot be given a share (for the
-        error): not connected, no room for a share of this file, not certified."""
-        size = self.encoder.share_length
-        disconnected = full = uncertified = 0
-        for server in self.broker.servers.values():
-            if not server.is_connected:
-                disconnected += 1
-            elif (server.maximum_immutable_share_size or 0) < size:
-                full += 1
-            elif not self.broker.may_store(server):
-                uncertified += 1
-        found = [f"{n} {reason}" for n, reason in (
-            (disconnected, "not connected"),
-            (full, f"with no room for a share of {size:,} bytes (full or read-only)"),
-            (uncertified, "without a valid Grid Manager certificate")) if n]
-        return f": {', '.join(found)}" if found else ""
-
     def _refusals(self) -> str:
         """How many servers took none of the shares they were asked for (for the error)."""
         refusing = [name for name, shnums in self.refused.items()
@@ -247,7 +188,8 @@ class SharePush:
             raise UploadUnhappinessError(
                 f"shares could only be placed on {len(candidates)} servers (of "
                 f"{len(self.broker.servers)} known), but happiness requires {params.happy}"
-                + self._unusable(), len(candidates), len(candidates), params.happy)
+                + self.broker.not_candidates(self.encoder.share_length),
+                len(candidates), len(candidates), params.happy)
         placement = place_shares([s.server_id.decode("ascii") for s in candidates],
                                  params.total, params.happy)
         by_id = {s.server_id.decode("ascii"): s for s in candidates}
@@ -475,38 +417,18 @@ class SharePush:
         """Wait for ``waiting``; meanwhile, a push among ``pushes`` that still ``owes``
         something and made no progress for :data:`STRAGGLER_GRACE` seconds is failed if
         the upload can be happy without it (its server suspected), which ends the wait."""
-        ended: Deferred = Deferred()
-        waiting.addBoth(lambda result: ended.called or ended.callback(None))
+        def owing() -> list[tuple[_Push, float]]:
+            return [(p, p.last_progress) for p in pushes if not p.failed and owes(p)]
 
-        def check() -> None:
-            nonlocal timer
-            timer = None
-            if ended.called:
-                return
-            now = self.clock.seconds()
-            owing = [p for p in pushes if not p.failed and owes(p)]
-            stalled = [p for p in owing if now - p.last_progress >= STRAGGLER_GRACE]
-            if stalled and self._can_still_be_happy(without={p.name for p in stalled}):
-                for push in stalled:
-                    why = f"no progress with {what} in {now - push.last_progress:.1f} s"
-                    push.server.suspect(why)
-                    self._push_failed(Failure(TimeoutError(why)), push)
-                if not ended.called:
-                    ended.callback(None)
-                return
-            if owing:
-                # Next when the earliest may stall; a stall the upload cannot do without
-                # is looked at again a grace later (the connection may time out first).
-                delay = min(p.last_progress for p in owing) + STRAGGLER_GRACE - now
-                timer = self.clock.callLater(delay if delay > 0 else STRAGGLER_GRACE, check)
-
-        timer: Any = None
-        check()
-        try:
-            await ended
-        finally:
-            if timer is not None and timer.active():
-                timer.cancel()
+        def give_up(silent: list[_Push], now: float) -> bool:
+            if not self._can_still_be_happy(without={p.name for p in silent}):
+                return False
+            for push in silent:
+                why = f"no progress with {what} in {now - push.last_progress:.1f} s"
+                push.server.suspect(why)
+                self._push_failed(Failure(TimeoutError(why)), push)
+            return True
+        await unless_stalled(self.clock, waiting, owing, give_up)
 
     def _encode_segment(self, segnum: int) -> EncodedSegment:
         geometry = self.encoder.geometry

@@ -17,16 +17,21 @@ a lost server, and its server is suspected
 it answers at once, disconnected until a new connection answers.
 
 An immutable upload uses the same grace in its own way
-(:mod:`tahoe.client.share_push`): it waits for the allocations it needs for
-happiness, then for the rest :data:`STRAGGLER_GRACE` more.
+(:mod:`tahoe.client.share_push`), with the two timers here:
+:class:`AnswerDeadlines` gives each allocation its timeout, brought forward
+(:meth:`~AnswerDeadlines.hasten`) to :data:`STRAGGLER_GRACE` once the upload
+can be happy without the server; :func:`unless_stalled` bounds a wait on
+servers that stop taking data or answering closes.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from twisted.internet.defer import CancelledError, Deferred, DeferredList
 from twisted.python.failure import Failure
+
+from ..httpwire.deadline import Deadlines
 
 if TYPE_CHECKING:
     from .broker import StorageServerHandle
@@ -34,6 +39,8 @@ if TYPE_CHECKING:
 #: Seconds a server may answer after the first of the others (or after the upload could
 #: be happy without it): a healthy one answers within milliseconds of them.
 STRAGGLER_GRACE = 5.0
+
+T = TypeVar("T")
 
 
 class NoAnswer(Exception):
@@ -93,3 +100,83 @@ def gather(calls: Sequence[tuple["StorageServerHandle", Deferred]], what: str) -
         d.addBoth(answered)
     done.addBoth(finished)
     return done
+
+
+class AnswerDeadlines(Deadlines[Deferred]):
+    """Cancels each Deferred watched that has not fired ``timeout`` seconds after it was
+    given (an allocation's answer: the server is then replaced), with one timer for all.
+
+    :param clock: the reactor's clock.
+    :param late: called with an answer just before it is cancelled.
+    """
+
+    def __init__(self, clock: Any, timeout: float,
+                 late: Callable[[Deferred], None] = lambda answer: None) -> None:
+        self._timeout = timeout
+        self._late = late
+        self._deadlines: dict[Deferred, float] = {}
+        super().__init__(clock, self._deadlines.__getitem__, self._expire)
+
+    def watch(self, answer: Deferred) -> None:
+        """Cancel ``answer`` unless it fires within the timeout."""
+        self._deadlines[answer] = self.clock.seconds() + self._timeout
+        super().watch(answer)
+
+    def hasten(self, answer: Deferred, within: float) -> None:
+        """Cancel ``answer`` unless it fires within ``within`` seconds from now (or its own
+        deadline, if that comes first)."""
+        if answer in self._deadlines:
+            when = min(self._deadlines[answer], self.clock.seconds() + within)
+            self._deadlines[answer] = when
+            self._arm(when)
+
+    def stop(self) -> None:
+        """Watch nothing any more."""
+        super().stop()
+        self._deadlines.clear()
+
+    def _expire(self, answer: Deferred) -> None:
+        del self._deadlines[answer]
+        if not answer.called:
+            self._late(answer)
+            answer.cancel()
+
+
+async def unless_stalled(clock: Any, waiting: Deferred,
+                         owing: Callable[[], list[tuple[T, float]]],
+                         give_up: Callable[[list[T], float], bool]) -> None:
+    """Wait for ``waiting``, unless what it waits on stalls.
+
+    :param owing: what the wait is still owed by, each with the time it last made
+        progress (read again at each look).
+    :param give_up: given those silent for :data:`STRAGGLER_GRACE` seconds and the time,
+        gives them up (True: the wait ends) or not (False: they are looked at again a
+        grace later).
+    """
+    ended: Deferred = Deferred()
+    waiting.addBoth(lambda result: ended.called or ended.callback(None))
+    timer: Any = None
+
+    def look() -> None:
+        nonlocal timer
+        timer = None
+        if ended.called:
+            return
+        now = clock.seconds()
+        parties = owing()
+        silent = [thing for thing, last in parties if now - last >= STRAGGLER_GRACE]
+        if silent and give_up(silent, now):
+            if not ended.called:
+                ended.callback(None)
+            return
+        if parties:
+            # Next when the earliest may stall.
+            delay = min(last for _, last in parties) + STRAGGLER_GRACE - now
+            timer = clock.callLater(delay if delay > 0 else STRAGGLER_GRACE, look)
+
+    look()
+    try:
+        await ended
+    finally:
+        if timer is not None and timer.active():
+            timer.cancel()

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -39,6 +41,44 @@ def write_atomically(path: str | os.PathLike[str], data: bytes | str, mode: int 
             # a write or sync that failed (the disk full) says which file
             raise OSError(error.errno, error.strerror, str(target)) from error
         raise
+
+
+@contextmanager
+def directory_lock(directory: str) -> Iterator[None]:
+    """Hold an exclusive lock (``flock``) on ``directory`` for the block: processes that
+    read a file in it, change it and write it back whole take turns, so none loses what
+    another wrote meanwhile.
+
+    :raises OSError: if the directory cannot be opened.
+    """
+    import fcntl
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def append_line(path: str, line: str, mode: int | None = None, header: str = "") -> None:
+    """Add ``line`` (ending with a newline) at the end of the text file ``path``, whole or
+    not at all: the file with the line is written beside it and renamed over it
+    (:func:`write_atomically`; a disk that fills leaves the old file, never a cut line),
+    under :func:`directory_lock` of its directory (two commands at once both add theirs).
+
+    :param header: the text a new file starts with.
+    :raises OSError: if the file cannot be read or written (nothing was added).
+    :raises UnicodeDecodeError: if the file is not UTF-8.
+    """
+    with directory_lock(os.path.dirname(path) or "."):
+        try:
+            with open(path, encoding="utf-8") as f:
+                old = f.read()
+        except FileNotFoundError:
+            old = header
+        if old and not old.endswith("\n"):
+            old += "\n"
+        write_atomically(path, old + line, mode=mode)
 
 
 def use_temporary_directory(path: str) -> None:
